@@ -281,8 +281,12 @@ def torch_uncertainty(
         def hook(prm: torch.Tensor) -> None:
             if k in sq:
                 fired_twice.append(k)
-            g = prm.grad
-            sq[k] = torch.linalg.vector_norm(g.detach(), dtype=torch.float64) ** 2
+            g = prm.grad.detach()
+            if g.device.type == "mps":  # Apple GPUs have no float64
+                norm = torch.linalg.vector_norm(g.float()).cpu().double()
+            else:
+                norm = torch.linalg.vector_norm(g, dtype=torch.float64)
+            sq[k] = norm**2
             prm.grad = None  # free the buffer now
 
         return hook
