@@ -190,9 +190,12 @@ glue("n_mc", n_mc, display=False)
 # {glue:text}`ratio_small_sigma_maxdev:.3f` of 1 for all three inputs (the Monte Carlo
 # standard error is about {glue:text}`ratio_small_sigma_se:.3f`). At
 # $\sigma =$ {glue:text}`sigma_max:.2f` the ratios range from
-# {glue:text}`ratio_large_sigma_min:.2f` to {glue:text}`ratio_large_sigma_max:.2f`: the
+# {glue:text}`ratio_large_sigma_min:.2f` to {glue:text}`ratio_large_sigma_max:.3g`: the
 # curvature of $p$ in $\theta$ matters once the perturbation is large, and the
-# first-order expansion is a small-uncertainty approximation. (The fit ended with
+# first-order expansion is a small-uncertainty approximation. It breaks down soonest
+# where the sigmoid is saturated ($p$ close to 0 or 1, as far outside the data): there
+# the gradient, and with it the first-order term, is tiny, and the second-order term
+# takes over at a smaller σ. (The fit ended with
 # $\lVert\nabla\text{loss}\rVert =$ {glue:text}`cls_grad_norm:.1e`.)
 
 # %% [markdown]
