@@ -1,0 +1,199 @@
+"""Agreement between an uncertainty estimate and a reference: rank correlations with
+bootstrap intervals, the magnitude view after one isotropic scale, and trends over size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["RankAgreement", "spearman", "rank_agreement", "rank_difference", "combine", "fit_isotropic_scale", "magnitude_view",
+           "trend", "Trend"]
+
+
+def _rank(a: np.ndarray, axis: int = -1) -> np.ndarray:
+    from scipy.stats import rankdata
+
+    return rankdata(a, axis=axis)
+
+
+def spearman(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Spearman ρ along ``axis`` (vectorised; average ranks for ties)."""
+    ra, rb = _rank(a, axis), _rank(b, axis)
+    ra = ra - ra.mean(axis, keepdims=True)
+    rb = rb - rb.mean(axis, keepdims=True)
+    den = np.sqrt((ra**2).sum(axis) * (rb**2).sum(axis))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (ra * rb).sum(axis) / den
+
+
+@dataclass(frozen=True)
+class RankAgreement:
+    """Rank agreement of an estimate with a reference over query points.
+
+    Attributes
+    ----------
+    rho, rho_ci : float, tuple
+        Spearman ρ and its 95% percentile-bootstrap interval (queries resampled).
+    tau, tau_ci : float, tuple
+        Kendall τ-b and its interval.
+    boot : numpy.ndarray
+        Bootstrap replicates of ρ (used to propagate uncertainty into trends).
+    n : int
+        Number of query points.
+    """
+
+    rho: float
+    rho_ci: tuple[float, float]
+    tau: float
+    tau_ci: tuple[float, float]
+    boot: np.ndarray
+    n: int
+
+
+def rank_agreement(estimate: np.ndarray, reference: np.ndarray, n_boot: int = 1000, seed: int = 0,
+                   kendall: bool = True) -> RankAgreement:
+    """Spearman ρ (and Kendall τ) between ``estimate`` and ``reference`` with bootstrap CIs.
+
+    The CIs come from :func:`scipy.stats.bootstrap` (paired, percentile method) over query
+    points; Kendall's uses a quarter of the replicates (it is not vectorised).
+    """
+    from scipy.stats import bootstrap, kendalltau
+
+    est, ref = np.asarray(estimate, float), np.asarray(reference, float)
+    if est.shape != ref.shape or est.ndim != 1:
+        raise ValueError(f"estimate {est.shape} and reference {ref.shape} must be 1-D of the same length")
+    rho = float(spearman(est, ref))
+    rng = np.random.default_rng(seed)
+    res = bootstrap((est, ref), lambda a, b, axis=-1: spearman(a, b, axis), paired=True, vectorized=True,
+                    n_resamples=n_boot, method="percentile", random_state=rng)
+    ci = (float(res.confidence_interval.low), float(res.confidence_interval.high))
+    tau, tci = float("nan"), (float("nan"), float("nan"))
+    if kendall:
+        tau = float(kendalltau(est, ref).statistic)
+        kres = bootstrap((est, ref), lambda a, b: kendalltau(a, b).statistic, paired=True, vectorized=False,
+                         n_resamples=max(n_boot // 4, 50), method="percentile", random_state=rng)
+        tci = (float(kres.confidence_interval.low), float(kres.confidence_interval.high))
+    boot = np.asarray(res.bootstrap_distribution, float)
+    return RankAgreement(rho, (min(ci[0], rho), max(ci[1], rho)), tau, tci, boot, int(est.size))
+
+
+def fit_isotropic_scale(estimate: np.ndarray, reference: np.ndarray) -> float:
+    """The single scale σ² minimising Σ (log σ² + log estimate − log reference)²
+
+    (the geometric mean of reference / estimate over queries where both are positive).
+    """
+    est, ref = np.asarray(estimate, float), np.asarray(reference, float)
+    ok = (est > 0) & (ref > 0)
+    return float(np.exp(np.mean(np.log(ref[ok]) - np.log(est[ok]))))
+
+
+def magnitude_view(estimate: np.ndarray, reference: np.ndarray) -> dict[str, float]:
+    """Calibration of magnitude: after fitting σ², how far is σ²·estimate from the reference?
+
+    Returns ``sigma2``, ``median_abs_log10_ratio`` (0 = perfect), ``frac_within_2x`` and
+    ``frac_within_10x`` (fractions of queries whose ratio is within a factor 2 / 10).
+    """
+    s2 = fit_isotropic_scale(estimate, reference)
+    est, ref = np.asarray(estimate, float), np.asarray(reference, float)
+    ok = (est > 0) & (ref > 0)
+    lr = np.abs(np.log10(s2 * est[ok] / ref[ok]))
+    return {"sigma2": s2, "median_abs_log10_ratio": float(np.median(lr)),
+            "frac_within_2x": float(np.mean(lr <= np.log10(2))), "frac_within_10x": float(np.mean(lr <= 1))}
+
+
+@dataclass(frozen=True)
+class Trend:
+    """A least-squares line y = intercept + slope · x with a bootstrap CI of the slope."""
+
+    slope: float
+    slope_ci: tuple[float, float]
+    intercept: float
+    n_points: int
+    n_groups: int
+
+
+def _ols(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    xm = x - x.mean()
+    denom = (xm**2).sum()
+    slope = float((xm * (y - y.mean())).sum() / denom) if denom > 0 else float("nan")
+    return slope, float(y.mean() - slope * x.mean())
+
+
+def trend(x: np.ndarray, y: np.ndarray, groups: np.ndarray, boots: list[np.ndarray] | None = None,
+          n_boot: int = 2000, seed: int = 0) -> Trend:
+    """Slope of ``y`` against ``x`` with a two-level bootstrap CI.
+
+    Each replicate resamples the ``groups`` (seeds) with replacement and, when ``boots``
+    is given (one array of bootstrap replicates of each y, e.g. ρ's query bootstrap),
+    replaces each y by a random replicate of itself; the pooled least-squares slope is
+    refitted. With one group only the second level is left (query-point uncertainty).
+
+    Parameters
+    ----------
+    x, y : numpy.ndarray
+        Points (e.g. log10 #parameters and ρ).
+    groups : numpy.ndarray
+        Group label of each point (e.g. the seed).
+    boots : list of numpy.ndarray, optional
+        Bootstrap replicates per point.
+    n_boot : int
+        Replicates.
+    seed : int
+        Seed.
+
+    Returns
+    -------
+    Trend
+    """
+    x, y, groups = np.asarray(x, float), np.asarray(y, float), np.asarray(groups)
+    slope, icpt = _ols(x, y)
+    rng = np.random.default_rng(seed)
+    labels = np.unique(groups)
+    members = [np.flatnonzero(groups == g) for g in labels]
+    reps = []
+    for _ in range(n_boot):
+        chosen = rng.integers(len(labels), size=len(labels)) if len(labels) > 1 else np.zeros(1, int)
+        idx = np.concatenate([members[c] for c in chosen])
+        yy = y[idx]
+        if boots is not None:
+            yy = np.array([boots[i][rng.integers(len(boots[i]))] for i in idx])
+        reps.append(_ols(x[idx], yy)[0])
+    lo, hi = np.nanpercentile(reps, [2.5, 97.5])
+    return Trend(slope, (float(min(lo, slope)), float(max(hi, slope))), icpt, int(len(x)), int(len(labels)))
+
+
+def rank_difference(estimate_a: np.ndarray, estimate_b: np.ndarray, reference: np.ndarray, n_boot: int = 1000,
+                    seed: int = 0) -> tuple[float, tuple[float, float], np.ndarray]:
+    """ρ(a, ref) − ρ(b, ref) with a paired bootstrap over queries (same resample for both).
+
+    Returns the difference, its 95% percentile interval and the replicates.
+    """
+    from scipy.stats import bootstrap
+
+    a, b, r = (np.asarray(v, float) for v in (estimate_a, estimate_b, reference))
+
+    def stat(x: np.ndarray, y: np.ndarray, z: np.ndarray, axis: int = -1) -> np.ndarray:
+        return spearman(x, z, axis) - spearman(y, z, axis)
+
+    d = float(stat(a, b, r))
+    res = bootstrap((a, b, r), stat, paired=True, vectorized=True, n_resamples=n_boot, method="percentile",
+                    random_state=np.random.default_rng(seed))
+    lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    return d, (min(lo, d), max(hi, d)), np.asarray(res.bootstrap_distribution, float)
+
+
+def combine(values: list[float], boots: list[np.ndarray], how: str = "median",
+            seed: int = 0, n_boot: int = 2000) -> tuple[float, tuple[float, float]]:
+    """Median (or mean) of per-setting values with a CI from their bootstrap replicates.
+
+    Each replicate draws one bootstrap replicate per setting (settings are independent
+    resamples) and takes the median/mean; the 2.5 and 97.5 percentiles form the CI.
+    """
+    agg = {"median": np.median, "mean": np.mean}[how]
+    v = float(agg(values))
+    rng = np.random.default_rng(seed)
+    reps = [agg([b[rng.integers(len(b))] for b in boots]) for _ in range(n_boot)]
+    lo, hi = np.percentile(reps, [2.5, 97.5])
+    return v, (float(min(lo, v)), float(max(hi, v)))

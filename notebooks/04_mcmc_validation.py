@@ -1,0 +1,497 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # MCMC validation: is ‖∇θ p‖² a good ranking of the predictive variance?
+#
+# The paper's estimate of epistemic uncertainty is the squared gradient norm
+# $\lVert g \rVert^2$ with $g = \nabla_\theta p(y \mid x, \theta^*)$ at the trained
+# parameters. It follows from the delta method,
+# $\operatorname{Var}_\theta[p] \approx g^\top \operatorname{Cov}[\theta]\, g$, if the posterior
+# covariance is assumed isotropic, $\operatorname{Cov}[\theta] = \sigma^2 I$. This chapter tests
+# that assumption where the answer is known: on small Bayesian neural networks whose posterior we
+# can sample by NUTS. The *reference* is the posterior predictive variance under the NUTS draws;
+# the *estimates* are computed at the MAP $\theta^*$ only:
+#
+# | name | estimate | covariance assumed |
+# | --- | --- | --- |
+# | isotropic | $\lVert g\rVert^2$ | $\sigma^2 I$ (the paper) |
+# | prior-weighted | $\sum_i \sigma_{0,i}^2 g_i^2$ | the prior covariance |
+# | Laplace | $g^\top (\nabla^2 \mathrm{NLL} + \Sigma_0^{-1})^{-1} g$ | exact Hessian |
+# | GGN | $g^\top (J^\top \Lambda J + \Sigma_0^{-1})^{-1} g$ | Gauss–Newton |
+# | diagonal | $\sum_i g_i^2 / (\nabla^2 \mathrm{NLL} + \Sigma_0^{-1})_{ii}$ | diagonal Hessian |
+# | aleatoric | $p(1-p)$ | none: it is the Bernoulli variance |
+#
+# Only *rankings* matter for the paper's claim (Spearman ρ), because an isotropic estimate is
+# known only up to the scale $\sigma^2$. We also look at magnitudes after fitting that one scale.
+#
+# ```{admonition} A trap in classification
+# :class: warning
+# With $p = \operatorname{sigmoid} f$, $\nabla_\theta p = p(1-p)\, \nabla_\theta f$, so
+# $\lVert \nabla p \rVert^2 = (p(1-p))^2 \lVert \nabla f \rVert^2$ — and the reference variance of
+# $p$ carries the same sigmoid factor. The factor alone can rank points well (it is large near the
+# decision boundary, small elsewhere), so a high ρ in probability space does not show that
+# $\lVert \nabla f\rVert^2$ carries information. We therefore also compare in **logit space**:
+# $\lVert \nabla f \rVert^2$ against the reference variance of the logit $f$.
+# ```
+
+# %% tags=["parameters"]
+profile = "quick"
+seed = 0
+n_seeds = 2
+width = 16
+depth = 1
+activation = "tanh"
+prior = "plain"
+alpha = 1.0
+n_train_cls = 100
+noise_cls = 0.2
+n_train_reg = 40
+noise_reg = 0.1
+grid_size_cls = 20
+grid_size_reg = 100
+n_query_in = 200
+num_warmup = 300
+num_samples = 300
+num_chains = 2
+target_accept_cls = 0.8
+target_accept_reg = 0.95
+n_restarts = 3
+n_boot = 500
+
+# %%
+from gnuq_core.provenance import Provenance
+
+prov = Provenance.start()
+
+# %%
+import warnings
+
+# ArviZ announces its refactor and JAX/NumPyro warn about sequential chains on one CPU device:
+# expected, and not informative for the reader.
+warnings.filterwarnings("ignore", category=FutureWarning)
+warnings.filterwarnings("ignore", category=UserWarning)
+warnings.filterwarnings("ignore", message="IProgress not found")  # no ipywidgets: tqdm falls back to text
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from IPython.display import Markdown, display
+from myst_nb import glue
+from tqdm.auto import tqdm
+
+from gnuq_core import metrics
+from gnuq_core.claims import Measurement, record
+from gnuq_core.mcmc import NutsSettings
+from gnuq_core.validation import PAPER_ESTIMATE, Setting, evaluate
+
+seeds = list(range(seed, seed + n_seeds))
+model = dict(width=width, depth=depth, activation=activation, prior=prior, alpha=alpha)
+settings = {
+    "classification": dict(problem="two_moons",
+                           data=dict(n_train=n_train_cls, noise=noise_cls, n_query_in=n_query_in,
+                                     grid_size=grid_size_cls),
+                           nuts=NutsSettings(num_warmup, num_samples, num_chains, target_accept_cls)),
+    "regression": dict(problem="gap_regression",
+                       data=dict(n_train=n_train_reg, noise=noise_reg, n_query_in=n_query_in,
+                                 grid_size=grid_size_reg),
+                       nuts=NutsSettings(num_warmup, num_samples, num_chains, target_accept_reg)),
+}
+
+# %% [markdown]
+# ## Running the reference and the estimates
+#
+# For each problem and seed we draw a data set, fit the MAP by L-BFGS from several prior draws
+# (keeping the best), run NUTS with chains started from prior draws, and evaluate everything on two
+# query sets: `in` (fresh points from the data distribution) and `grid` (a wide grid reaching far
+# from the data). NUTS draws and MAP fits are cached on disk by their full configuration, so a
+# rebuild reads them back.
+
+# %%
+runs = {}
+for task, s in tqdm([(t, s) for t in settings for s in seeds], desc="settings"):
+    st = settings[task]
+    runs[task, s] = evaluate(Setting(st["problem"], st["data"], model, st["nuts"], seed=s, n_restarts=n_restarts))
+n_params_cls = runs["classification", seeds[0]]["n_params"]
+n_params_reg = runs["regression", seeds[0]]["n_params"]
+glue("n_params_cls", n_params_cls, display=False)
+glue("n_params_reg", n_params_reg, display=False)
+
+# %% [markdown]
+# The classifier has {glue:text}`n_params_cls` parameters and the regression network
+# {glue:text}`n_params_reg`; both are small enough for the exact Hessian.
+#
+# ## Is the reference trustworthy?
+#
+# Neural-network posteriors are multimodal: hidden units can be permuted and signs flipped without
+# changing the function, so different chains wander in different parts of weight space and R-hat on
+# the parameters can be large without anything being wrong. What matters is whether the chains agree
+# on the **predictions** we compare. Besides R-hat and bulk ESS of the predictions, we split the draws
+# into two halves (two groups of chains, or the two halves of one chain) and compute the Spearman
+# correlation between the two halves' variances. This *split agreement* is a noise ceiling: no
+# estimate can be expected to agree with the reference much better than the reference agrees with
+# itself.
+
+# %%
+diag_rows = []
+for (task, s), r in runs.items():
+    d = r["nuts"]["diagnostics"]
+    for qname, q in r["q"].items():
+        diag_rows.append({
+            "problem": task, "seed": s, "queries": qname,
+            "divergences": d["divergences"], "tree-depth saturation": d["treedepth_saturation"],
+            "R-hat θ (max)": d["rhat_theta_max"], "R-hat pred (max)": q["diag"]["rhat_pred_max"],
+            "ESS pred (min)": q["diag"]["ess_pred_min"], "split agreement ρ": q["split"]["rho_half"],
+            "MAP ‖∇‖": r["map"].grad_norm,
+        })
+diag = pd.DataFrame(diag_rows)
+display(diag.style.format(precision=3).format({"MAP ‖∇‖": "{:.1e}"}).hide(axis="index"))
+glue("total_divergences", int(diag.drop_duplicates(["problem", "seed"])["divergences"].sum()), display=False)
+glue("max_saturation", float(diag["tree-depth saturation"].max()), display=False)
+glue("min_split", float(diag["split agreement ρ"].min()), display=False)
+glue("max_map_grad", float(diag["MAP ‖∇‖"].max()), display=False)
+
+# %% [markdown]
+# Across all runs there were {glue:text}`total_divergences` divergent transitions, the largest
+# fraction of transitions that hit the tree-depth limit was {glue:text}`max_saturation:.3f`, and the
+# lowest split agreement was {glue:text}`min_split:.3f`. The MAP optimiser stopped with a gradient
+# norm of at most {glue:text}`max_map_grad:.1e`, so θ* is a stationary point to good accuracy.
+# Read the correlations below against the split agreement of their row.
+#
+# ## Maps: where is each estimate large?
+
+# %%
+def _plot_field(ax, values, data, title, log=True):
+    g = data.grid_shape[0]
+    xs = data.queries["grid"]
+    z = np.log10(np.maximum(values, 1e-300)) if log else values
+    im = ax.pcolormesh(xs[:, 0].reshape(g, g), xs[:, 1].reshape(g, g), z.reshape(g, g), shading="auto",
+                       cmap="viridis")
+    ax.scatter(*data.x_train[data.y_train == 0].T, s=6, c="white", edgecolors="k", linewidths=0.3)
+    ax.scatter(*data.x_train[data.y_train == 1].T, s=6, c="tab:red", edgecolors="k", linewidths=0.3)
+    ax.set_title(title, fontsize=9)
+    ax.set_xticks([]), ax.set_yticks([])
+    plt.colorbar(im, ax=ax, fraction=0.046, pad=0.02)
+
+
+r0 = runs["classification", seeds[0]]
+q0 = r0["q"]["grid"]
+fig, axes = plt.subplots(2, 4, figsize=(13, 6.2))
+panels = [
+    (q0["ref"]["var_p"], "MCMC Var[p]"), (q0["est"]["iso_p"], "‖∇p‖² (isotropic)"),
+    (q0["est"]["laplace_p"], "Laplace, p space"), (q0["est"]["aleatoric"], "p(1−p)"),
+    (q0["ref"]["var_f"], "MCMC Var[f] (logit)"), (q0["est"]["iso_f"], "‖∇f‖² (isotropic)"),
+    (q0["est"]["laplace_f"], "Laplace, logit space"), (q0["est"]["ggn_f"], "GGN, logit space"),
+]
+for ax, (v, t) in zip(axes.ravel(), panels):
+    _plot_field(ax, v, r0["data"], "log10 " + t)
+fig.tight_layout()
+glue("fig_cls_maps", fig, display=False)
+plt.close(fig)
+
+# %% [markdown]
+# ```{glue:figure} fig_cls_maps
+# :name: fig-cls-maps
+#
+# Two moons (seed 0, wide grid; training points white/red). Top: probability space — the MCMC
+# variance of $p$, the isotropic $\lVert\nabla_\theta p\rVert^2$, the Laplace estimate and the
+# aleatoric $p(1-p)$. Bottom: logit space — the MCMC variance of the logit $f$, $\lVert\nabla_\theta
+# f\rVert^2$, and the Laplace and GGN estimates. All on a log10 colour scale.
+# ```
+#
+# In probability space the panels share the band along the decision boundary, where $p(1-p)$ is
+# large; that shared factor is what the logit-space comparison removes. The logit-space row is the honest test of the
+# gradient norm: there the sigmoid factor is gone and only the geometry of $\nabla_\theta f$ remains.
+
+# %%
+def _band(ax, x, mean, var, label, color, alpha=0.25):
+    sd = np.sqrt(np.maximum(var, 0))
+    ax.plot(x, mean, color=color, lw=1.2, label=label)
+    ax.fill_between(x, mean - 2 * sd, mean + 2 * sd, color=color, alpha=alpha, lw=0)
+
+
+rr = runs["regression", seeds[0]]
+qr = rr["q"]["grid"]
+x = rr["data"].queries["grid"][:, 0]
+xtr = rr["data"].x_train[:, 0]
+gap = (xtr[xtr < 0].max(), xtr[xtr > 0].min())
+ref_var = qr["ref"]["var_f"]
+s2_iso = metrics.fit_isotropic_scale(qr["est"]["iso_f"], ref_var)
+fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+ax = axes[0]
+_band(ax, x, qr["ref"]["mean_f"], ref_var, "MCMC mean ± 2 sd", "k", 0.15)
+_band(ax, x, qr["est"]["f"], s2_iso * qr["est"]["iso_f"], "MAP ± 2 sd, isotropic σ²‖∇f‖²", "tab:blue")
+_band(ax, x, qr["est"]["f"], qr["est"]["laplace_f"], "MAP ± 2 sd, Laplace", "tab:orange", 0.2)
+ax.scatter(xtr, rr["data"].y_train, s=8, c="k", zorder=3)
+ax.axvspan(*gap, color="grey", alpha=0.15)
+ax.set_ylim(-4, 4), ax.set_xlabel("x (standardised)"), ax.legend(fontsize=7, loc="upper left")
+ax = axes[1]
+for key, label, c in [("iso_f", "isotropic (σ² fitted)", "tab:blue"), ("laplace_f", "Laplace", "tab:orange"),
+                      ("ggn_f", "GGN", "tab:green"), ("diag_f", "diagonal Laplace", "tab:purple")]:
+    v = qr["est"][key] * (s2_iso if key == "iso_f" else 1.0)
+    ax.plot(x, v, color=c, label=label)
+ax.plot(x, ref_var, "k", lw=2, label="MCMC Var[f]")
+ax.axvspan(*gap, color="grey", alpha=0.15)
+ax.set_yscale("log"), ax.set_xlabel("x (standardised)"), ax.set_ylabel("variance of f")
+ax.legend(fontsize=7)
+fig.tight_layout()
+glue("fig_reg_bands", fig, display=False)
+plt.close(fig)
+
+# %% [markdown]
+# ```{glue:figure} fig_reg_bands
+# :name: fig-reg-bands
+#
+# Gap regression (seed 0). Left: the MCMC predictive band (grey) against the MAP with bands from the
+# isotropic estimate (after fitting its one scale σ²) and from the Laplace approximation; the shaded
+# strip is the gap without training data. Right: the variances themselves, log scale.
+# ```
+#
+# ## Scatter: estimate against reference
+
+# %%
+fig, axes = plt.subplots(1, 4, figsize=(14, 3.4))
+scat = [(r0["q"]["grid"], "iso_p", "var_p", "two moons: ‖∇p‖² vs Var[p]"),
+        (r0["q"]["grid"], "iso_f", "var_f", "two moons: ‖∇f‖² vs Var[f]"),
+        (r0["q"]["grid"], "laplace_f", "var_f", "two moons: Laplace vs Var[f]"),
+        (rr["q"]["grid"], "iso_f", "var_f", "gap regression: ‖∇f‖² vs Var[f]")]
+for ax, (q, ek, rk, t) in zip(axes, scat):
+    e, ref = q["est"][ek], q["ref"][rk]
+    s2 = metrics.fit_isotropic_scale(e, ref)
+    ax.loglog(s2 * e, ref, ".", ms=3, alpha=0.6)
+    lim = [min((s2 * e).min(), ref.min()), max((s2 * e).max(), ref.max())]
+    ax.plot(lim, lim, "k--", lw=0.8)
+    ax.set_title(f"{t}\nρ = {metrics.spearman(e, ref):.2f}", fontsize=8)
+    ax.set_xlabel("σ² × estimate"), ax.set_ylabel("MCMC reference")
+fig.tight_layout()
+glue("fig_scatter", fig, display=False)
+plt.close(fig)
+
+# %% [markdown]
+# ```{glue:figure} fig_scatter
+# :name: fig-scatter
+#
+# Estimate (after fitting one scale σ²) against the MCMC reference on the wide grid, seed 0. The
+# dashed line is equality; Spearman ρ in each title.
+# ```
+#
+# ## Rank correlations with confidence intervals
+#
+# For every problem, space (probability or logit), query set and estimate we compute Spearman ρ
+# (and Kendall τ) with a bootstrap over query points; the table averages over seeds, with the
+# interval of that average from the per-seed bootstrap replicates.
+
+# %%
+comparisons = {
+    ("classification", "p"): ("var_p", ["iso_p", "prior_p", "laplace_p", "ggn_p", "diag_p", "aleatoric"]),
+    ("classification", "logit"): ("var_f", ["iso_f", "prior_f", "laplace_f", "ggn_f", "diag_f"]),
+    ("regression", "f"): ("var_f", ["iso_f", "prior_f", "laplace_f", "ggn_f", "diag_f"]),
+}
+if prior == "plain":  # the prior covariance is a multiple of I: prior-weighted = isotropic, drop the duplicate
+    comparisons = {k: (rk, [e for e in ek if not e.startswith("prior")]) for k, (rk, ek) in comparisons.items()}
+rows, agree = [], {}
+for (task, space), (ref_key, est_keys) in tqdm(comparisons.items(), desc="correlations"):
+    for qname in ("in", "grid"):
+        for ek in est_keys:
+            for s in seeds:
+                q = runs[task, s]["q"][qname]
+                a = metrics.rank_agreement(q["est"][ek], q["ref"][ref_key], n_boot=n_boot, seed=s)
+                agree[task, space, qname, ek, s] = a
+                rows.append(dict(problem=task, space=space, queries=qname, estimate=ek, seed=s, rho=a.rho,
+                                 rho_lo=a.rho_ci[0], rho_hi=a.rho_ci[1], tau=a.tau,
+                                 ceiling=q["split_f" if space == "logit" else "split"]["rho_half"],
+                                 **metrics.magnitude_view(q["est"][ek], q["ref"][ref_key])))
+long = pd.DataFrame(rows)
+
+summary = []
+for (task, space, qname, ek), grp in long.groupby(["problem", "space", "queries", "estimate"], sort=False):
+    v, (lo, hi) = metrics.combine(list(grp["rho"]), [agree[task, space, qname, ek, s].boot for s in seeds],
+                                  how="mean")
+    summary.append({"problem": task, "space": space, "queries": qname, "estimate": ek,
+                    "ρ (mean over seeds)": f"{v:.3f} [{lo:.3f}, {hi:.3f}]", "τ": grp["tau"].mean(),
+                    "split agreement": grp["ceiling"].mean(),
+                    "median |log10 ratio|": grp["median_abs_log10_ratio"].mean(),
+                    "within 2×": grp["frac_within_2x"].mean()})
+table = pd.DataFrame(summary)
+display(table.style.format(precision=3).hide(axis="index"))
+
+# %% [markdown]
+# The last two columns are the **magnitude view**: after fitting the single scale σ² that best maps
+# the estimate onto the reference (in log space), the median factor by which it is off
+# (as |log10 ratio|: 0.3 is a factor 2) and the fraction of queries within a factor 2. An isotropic
+# estimate can rank well and still be off by large, location-dependent factors.
+
+# %%
+def _mean_rho(task, space, qname, ek):
+    return float(long.query("problem == @task and space == @space and queries == @qname and estimate == @ek")
+                 ["rho"].mean())
+
+
+for task, space, qname, ek, key in [
+    ("classification", "p", "grid", "iso_p", "rho_cls_p_grid_iso"),
+    ("classification", "p", "grid", "laplace_p", "rho_cls_p_grid_laplace"),
+    ("classification", "p", "grid", "aleatoric", "rho_cls_p_grid_alea"),
+    ("classification", "p", "in", "iso_p", "rho_cls_p_in_iso"),
+    ("classification", "p", "in", "aleatoric", "rho_cls_p_in_alea"),
+    ("classification", "logit", "grid", "iso_f", "rho_cls_f_grid_iso"),
+    ("classification", "logit", "grid", "laplace_f", "rho_cls_f_grid_laplace"),
+    ("classification", "logit", "in", "iso_f", "rho_cls_f_in_iso"),
+    ("classification", "logit", "in", "laplace_f", "rho_cls_f_in_laplace"),
+    ("regression", "f", "grid", "iso_f", "rho_reg_grid_iso"),
+    ("regression", "f", "grid", "laplace_f", "rho_reg_grid_laplace"),
+    ("regression", "f", "in", "iso_f", "rho_reg_in_iso"),
+    ("regression", "f", "in", "laplace_f", "rho_reg_in_laplace"),
+]:
+    glue(key, _mean_rho(task, space, qname, ek), display=False)
+
+# %% [markdown]
+# In numbers (means over seeds):
+#
+# - **Classification, probability space.** On the wide grid ρ(‖∇p‖², Var[p]) =
+#   {glue:text}`rho_cls_p_grid_iso:.3f`, the Laplace estimate reaches
+#   {glue:text}`rho_cls_p_grid_laplace:.3f`, and the aleatoric $p(1-p)$ *alone* — which knows nothing
+#   about the parameters — reaches {glue:text}`rho_cls_p_grid_alea:.3f`. In distribution:
+#   {glue:text}`rho_cls_p_in_iso:.3f` for ‖∇p‖² and {glue:text}`rho_cls_p_in_alea:.3f` for $p(1-p)$.
+# - **Classification, logit space** (sigmoid factor removed): ‖∇f‖² gives
+#   {glue:text}`rho_cls_f_grid_iso:.3f` on the grid and {glue:text}`rho_cls_f_in_iso:.3f` in
+#   distribution; Laplace gives {glue:text}`rho_cls_f_grid_laplace:.3f` and
+#   {glue:text}`rho_cls_f_in_laplace:.3f`.
+# - **Regression** (no sigmoid): ‖∇f‖² gives {glue:text}`rho_reg_grid_iso:.3f` on the wide line and
+#   {glue:text}`rho_reg_in_iso:.3f` in distribution; Laplace {glue:text}`rho_reg_grid_laplace:.3f` and
+#   {glue:text}`rho_reg_in_laplace:.3f`.
+
+# %% [markdown]
+# ## The claims
+#
+# **C1** (paper: ρ from 0.44 to 0.99). We take, as the claim's measure says, the median over settings
+# (problem × query set × seed) of ρ between the paper's estimate and the MCMC variance: ‖∇p‖² vs
+# Var[p] in classification, ‖∇f‖² vs Var[f] in regression. Its interval combines the per-setting
+# bootstrap replicates. Because the probability-space number is inflated by the sigmoid factor, we
+# record the logit-space median beside it (in `details`).
+#
+# **C3** (‖g‖² about as good as Laplace in classification). The measure is ρ(‖∇p‖²) − ρ(Laplace),
+# both against Var[p], averaged over query sets and seeds, with a paired bootstrap (same resampled
+# queries for both). The logit-space difference is recorded too.
+
+# %%
+c1_vals, c1_boots, c1_logit_vals, c1_logit_boots, c1_labels = [], [], [], [], []
+for (task, s), r in runs.items():
+    ek, rk = PAPER_ESTIMATE[task]
+    space = "p" if task == "classification" else "f"
+    for qname in ("in", "grid"):
+        a = agree[task, space, qname, ek, s]
+        c1_vals.append(a.rho), c1_boots.append(a.boot), c1_labels.append(f"{task}/{qname}/seed{s}")
+        if task == "classification":
+            b = agree[task, "logit", qname, "iso_f", s]
+        else:
+            b = a
+        c1_logit_vals.append(b.rho), c1_logit_boots.append(b.boot)
+c1, c1_ci = metrics.combine(c1_vals, c1_boots, how="median", seed=seed)
+c1_logit, c1_logit_ci = metrics.combine(c1_logit_vals, c1_logit_boots, how="median", seed=seed)
+
+c3_vals, c3_boots, c3_logit_vals, c3_logit_boots, c3_labels = [], [], [], [], []
+for s in seeds:
+    for qname in ("in", "grid"):
+        q = runs["classification", s]["q"][qname]
+        d, _, b = metrics.rank_difference(q["est"]["iso_p"], q["est"]["laplace_p"], q["ref"]["var_p"],
+                                          n_boot=n_boot, seed=s)
+        c3_vals.append(d), c3_boots.append(b), c3_labels.append(f"{qname}/seed{s}")
+        d, _, b = metrics.rank_difference(q["est"]["iso_f"], q["est"]["laplace_f"], q["ref"]["var_f"],
+                                          n_boot=n_boot, seed=s)
+        c3_logit_vals.append(d), c3_logit_boots.append(b)
+c3, c3_ci = metrics.combine(c3_vals, c3_boots, how="mean", seed=seed)
+c3_logit, c3_logit_ci = metrics.combine(c3_logit_vals, c3_logit_boots, how="mean", seed=seed)
+
+common = dict(profile=profile, seeds=seeds, model=model, n_train_cls=n_train_cls, n_train_reg=n_train_reg,
+              nuts=dict(num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains))
+e1 = record(Measurement("C1", c1, c1_ci, settings=common,
+                        details=dict(per_setting=dict(zip(c1_labels, c1_vals)),
+                                     logit_space_per_setting=dict(zip(c1_labels, c1_logit_vals)),
+                                     logit_space_median=c1_logit,
+                                     logit_space_ci=list(c1_logit_ci),
+                                     min_split_agreement=float(diag["split agreement ρ"].min()))))
+e3 = record(Measurement("C3", c3, c3_ci, settings=common,
+                        details=dict(per_setting=dict(zip(c3_labels, c3_vals)),
+                                     logit_space_per_setting=dict(zip(c3_labels, c3_logit_vals)),
+                                     logit_space_difference=c3_logit,
+                                     logit_space_ci=list(c3_logit_ci))))
+for k, v in dict(c1=c1, c1_lo=c1_ci[0], c1_hi=c1_ci[1], c1_logit=c1_logit, c1_logit_lo=c1_logit_ci[0],
+                 c1_logit_hi=c1_logit_ci[1], c3=c3, c3_lo=c3_ci[0], c3_hi=c3_ci[1], c3_logit=c3_logit,
+                 c3_logit_lo=c3_logit_ci[0], c3_logit_hi=c3_logit_ci[1]).items():
+    glue(k, float(v), display=False)
+glue("c1_verdict", e1["verdict"], display=False)
+glue("c3_verdict", e3["verdict"], display=False)
+
+# %% [markdown]
+# - **C1**: median ρ = {glue:text}`c1:.3f` (95% CI {glue:text}`c1_lo:.3f`–{glue:text}`c1_hi:.3f`):
+#   **{glue:text}`c1_verdict`** by the ledger's rule (CI's lower end ≥ 0.44). In logit space the
+#   same median is {glue:text}`c1_logit:.3f` ({glue:text}`c1_logit_lo:.3f`–{glue:text}`c1_logit_hi:.3f`).
+# - **C3**: ρ(‖∇p‖²) − ρ(Laplace) = {glue:text}`c3:.3f` (95% CI {glue:text}`c3_lo:.3f` to
+#   {glue:text}`c3_hi:.3f`): **{glue:text}`c3_verdict`** (rule: CI above −0.1). In logit space the
+#   difference is {glue:text}`c3_logit:.3f` ({glue:text}`c3_logit_lo:.3f` to
+#   {glue:text}`c3_logit_hi:.3f`).
+#
+# Both intervals resample query points at fixed data sets and seeds; the seed-to-seed spread of the
+# per-setting values (stored in the ledger entry's details) can be wider, so with few seeds read
+# the per-seed table above as well.
+
+# %%
+def _verdict_text():
+    names = {"iso_p": "‖∇p‖²", "iso_f": "‖∇f‖²", "laplace_p": "Laplace", "laplace_f": "Laplace", "ggn_p": "GGN",
+             "ggn_f": "GGN", "diag_p": "diagonal Laplace", "diag_f": "diagonal Laplace", "prior_p": "prior-weighted",
+             "prior_f": "prior-weighted", "aleatoric": "p(1−p) alone"}
+    lines = []
+    for (task, space), (ref_key, est_keys) in comparisons.items():
+        iso = est_keys[0]
+        for qname in ("in", "grid"):
+            m = {ek: _mean_rho(task, space, qname, ek) for ek in est_keys}
+            ceiling = float(long.query("problem == @task and space == @space and queries == @qname")["ceiling"].mean())
+            best = max((k for k in m if k != iso), key=m.get)
+            gap = m[iso] - m[best]
+            verdict = ("works: as good as the best alternative" if gap > -0.05 else
+                       "works less well than the best alternative" if gap > -0.15 else "fails against the alternatives")
+            if m[iso] < 0.44:
+                verdict = "fails: weak rank agreement"
+            lines.append(f"- {task}, {space} space, `{qname}` queries: {names[iso]} ρ = {m[iso]:.3f} "
+                         f"(best other: {names[best]} {m[best]:.3f}; split agreement of the reference {ceiling:.3f}) "
+                         f"→ {verdict}.")
+            if "aleatoric" in m:
+                lines.append(f"  The sigmoid factor alone, p(1−p), gives {m['aleatoric']:.3f}.")
+    return "\n".join(lines)
+
+
+display(Markdown("**Where the isotropic estimate works and where it fails (computed from this run; "
+                 "thresholds: within 0.05 of the best alternative = works, more than 0.15 below = fails, "
+                 "ρ < 0.44 = fails):**\n\n" + _verdict_text()))
+
+# %% [markdown]
+# ## What to take away
+#
+# - In probability space the estimate and the reference share the sigmoid factor $(p(1-p))^2$,
+#   which alone ranks points by their distance to the decision boundary. Compare the ‖∇p‖² rows with
+#   the p(1−p) rows above: where they are close, the paper-style number says little about the
+#   gradient itself. The logit-space rows isolate what $\lVert\nabla_\theta f\rVert^2$ contributes,
+#   and that is where the isotropic and Hessian-based estimates separate.
+# - C3 as the ledger measures it (probability space) can hold while the logit-space difference
+#   tells a different story; both are recorded.
+# - In regression there is no sigmoid factor. In distribution the predictive variance varies little
+#   between query points, so rankings there are fragile (look at the per-seed numbers behind the
+#   means); over the wide line, with the gap and the far regions, the variance spans orders of
+#   magnitude and rankings are easier.
+# - NUTS on the regression posterior runs at the tree-depth limit (see the diagnostics): the draws
+#   are valid but explore slowly; the agreement of the predictive variance between halves of the
+#   draws is the check that they are good enough for this comparison.
+# - Everything here is a small network; how the picture changes with width and depth is the subject
+#   of the next chapter.
+
+# %%
+prov.show()

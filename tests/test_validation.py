@@ -1,0 +1,42 @@
+"""Tests for gnuq_core.validation (NUTS replaced by a fake sampler to stay fast)."""
+
+import numpy as np
+import pytest
+
+from gnuq_core import mcmc
+from gnuq_core.bnn import n_params
+from gnuq_core.validation import PAPER_ESTIMATE, Setting, evaluate
+
+
+@pytest.fixture
+def fake_nuts(monkeypatch, tmp_path):
+    monkeypatch.setenv("GNUQ_CACHE_DIR", str(tmp_path))
+    calls = []
+
+    def run(cfg, data, settings, seed=0):
+        calls.append(cfg)
+        rng = np.random.default_rng(seed)
+        C, S, P = settings.num_chains, settings.num_samples, n_params(cfg)
+        return mcmc.NutsResult(theta=0.5 * rng.standard_normal((C, S, P)), diverging=np.zeros((C, S), bool),
+                               num_steps=np.full((C, S), 7), accept_prob=np.full((C, S), 0.9),
+                               step_size=np.full(C, 0.1), max_tree_depth=settings.max_tree_depth, wall_s=0.0)
+
+    monkeypatch.setattr(mcmc, "run_nuts", run)
+    return calls
+
+
+@pytest.mark.parametrize("problem", ["two_moons", "gap_regression"])
+def test_evaluate_structure_and_cache(fake_nuts, problem):
+    st = Setting(problem, dict(n_train=20, n_query_in=10, grid_size=5), dict(width=3),
+                 mcmc.NutsSettings(num_warmup=5, num_samples=20, num_chains=2), seed=1, n_restarts=1)
+    r = evaluate(st, ntk=True)
+    task = r["cfg"].task
+    est_key, ref_key = PAPER_ESTIMATE[task]
+    for qname, n in (("in", 10), ("grid", 25 if task == "classification" else 5)):
+        q = r["q"][qname]
+        assert q["est"][est_key].shape == q["ref"][ref_key].shape == (n,)
+        assert {"laplace_f", "ggn_f", "diag_f", "iso_f"} <= set(q["est"])
+        np.testing.assert_allclose(q["ntk"]["iso_f"], q["est"]["iso_f"], rtol=1e-10)
+        assert -1 <= q["split"]["rho_half"] <= 1 and q["diag"]["divergences"] == 0
+    evaluate(st)
+    assert len(fake_nuts) == 1  # the second evaluation read the cache
