@@ -39,6 +39,9 @@ class Measurement:
         The settings under which it was measured (model, profile, sizes, seeds).
     details : dict
         Further numbers the rule needs (documented per claim) or the reader wants.
+    note : str
+        One sentence the ledger shows beside the verdict: the main caveat, built from
+        measured numbers (e.g. how the verdict changes under another setting).
     """
 
     claim: str
@@ -46,6 +49,7 @@ class Measurement:
     ci: tuple[float, float]
     settings: dict[str, Any] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
+    note: str = ""
 
 
 def _ci_ok(m: Measurement) -> bool:
@@ -202,7 +206,7 @@ def collect(generated: Path | None = None, chapters: list[str] | None = None) ->
     for claim in CLAIMS.values():
         row = {"id": claim.id, "statement": claim.statement, "paper": claim.paper_number,
                "owner": claim.owner, "rule": claim.rule_text, "verdict": NOT_MEASURED,
-               "value": None, "ci": None}
+               "value": None, "ci": None, "note": ""}
         ran = (generated / f"{claim.owner}.provenance.json").exists()
         if chapters is not None and claim.owner not in chapters:
             ran = False
@@ -210,7 +214,8 @@ def collect(generated: Path | None = None, chapters: list[str] | None = None) ->
         entries = json.loads(claims_file.read_text()) if claims_file.exists() else {}
         if claim.id in entries:
             e = entries[claim.id]
-            row.update(value=e["value"], ci=e["ci"], verdict=e["verdict"], settings=e["settings"])
+            row.update(value=e["value"], ci=e["ci"], verdict=e["verdict"], settings=e["settings"],
+                       note=e.get("note", ""))
         elif ran:
             raise RuntimeError(f"chapter {claim.owner} ran but did not report claim {claim.id}: "
                                f"call gnuq_core.claims.record(Measurement({claim.id!r}, ...)) in it")

@@ -90,7 +90,7 @@ from myst_nb import glue
 from tqdm.auto import tqdm
 
 from gnuq_core import metrics
-from gnuq_core.claims import Measurement, record
+from gnuq_core.claims import Measurement, judge, record
 from gnuq_core.mcmc import NutsSettings
 from gnuq_core.validation import PAPER_ESTIMATE, Setting, evaluate
 
@@ -418,12 +418,18 @@ e1 = record(Measurement("C1", c1, c1_ci, settings=common,
                                      logit_space_per_setting=dict(zip(c1_labels, c1_logit_vals)),
                                      logit_space_median=c1_logit,
                                      logit_space_ci=list(c1_logit_ci),
-                                     min_split_agreement=float(diag["split agreement ρ"].min()))))
+                                     min_split_agreement=float(diag["split agreement ρ"].min())),
+                        note=(f"in logit space (the sigmoid factor removed) the median ρ is {c1_logit:.2f} "
+                              f"[{c1_logit_ci[0]:.2f}, {c1_logit_ci[1]:.2f}]; lowest single setting "
+                              f"{min(c1_vals):.2f}")))
 e3 = record(Measurement("C3", c3, c3_ci, settings=common,
                         details=dict(per_setting=dict(zip(c3_labels, c3_vals)),
                                      logit_space_per_setting=dict(zip(c3_labels, c3_logit_vals)),
                                      logit_space_difference=c3_logit,
-                                     logit_space_ci=list(c3_logit_ci))))
+                                     logit_space_ci=list(c3_logit_ci)),
+                        note=(f"in logit space the difference is {c3_logit:.3f} [{c3_logit_ci[0]:.3f}, "
+                              f"{c3_logit_ci[1]:.3f}], which the same rule judges "
+                              f"'{judge(Measurement('C3', c3_logit, tuple(c3_logit_ci)))}'")))
 for k, v in dict(c1=c1, c1_lo=c1_ci[0], c1_hi=c1_ci[1], c1_logit=c1_logit, c1_logit_lo=c1_logit_ci[0],
                  c1_logit_hi=c1_logit_ci[1], c3=c3, c3_lo=c3_ci[0], c3_hi=c3_ci[1], c3_logit=c3_logit,
                  c3_logit_lo=c3_logit_ci[0], c3_logit_hi=c3_logit_ci[1]).items():

@@ -50,6 +50,7 @@ table = pd.DataFrame({
     "measured [95% CI]": [fmt(r) for r in rows],
     "verdict": [r["verdict"] for r in rows],
     "rule": [r["rule"] for r in rows],
+    "caveat (measured)": [r["note"] or "—" for r in rows],
 })
 counts = {v: sum(r["verdict"] == v for r in rows) for v in claims.VERDICTS}
 for verdict, n in counts.items():
