@@ -1,0 +1,78 @@
+"""Every user-facing bad input in one place: each gets an error that names the problem and the fix.
+
+The README's troubleshooting table lists the same messages.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gnuq_core import chapters
+from gnuq_core.chapters import ChapterError
+
+
+def test_unknown_profile() -> None:
+    with pytest.raises(ChapterError, match=r"unknown profile 'fast'; available profiles: .*quick"):
+        chapters.load_profile("fast")
+
+
+def test_unknown_notebook_parameter() -> None:
+    with pytest.raises(ChapterError, match=r"unknown parameter\(s\) n_mcc; the parameters cell declares: .*n_mc"):
+        chapters.resolve_parameters("01_derivation", {"seed": 0, "n_mc": 10}, {"n_mcc": 5})
+
+
+def test_wrong_parameter_type() -> None:
+    with pytest.raises(ChapterError, match=r"n_mc='many' is a str, but its default 10 is a int"):
+        chapters.resolve_parameters("01_derivation", {"n_mc": 10}, {"n_mc": "many"})
+
+
+def test_missing_data_directory(tmp_path: Path) -> None:
+    from gnuq_core.data import DataNotFound, load_qa
+
+    with pytest.raises(DataNotFound, match=r"does not exist: point data_dir / GNUQ_DATA_DIR at a folder"):
+        load_qa("truthfulqa", data_dir=tmp_path / "nowhere")
+
+
+def test_corrupt_data_file_names_the_row(tmp_path: Path) -> None:
+    from gnuq_core.data import load_qa
+
+    (tmp_path / "triviaqa").mkdir()
+    (tmp_path / "triviaqa" / "validation.jsonl").write_text(
+        '{"id": "tqa_1", "question": "Q?", "answers": ["A"]}\n{"id": "tqa_2", "question": \n')
+    with pytest.raises(ValueError, match=r"validation.jsonl, line 2: not valid JSON"):
+        load_qa("triviaqa", data_dir=tmp_path)
+
+
+def test_unknown_model_alias_lists_the_known_ones() -> None:
+    from gnuq_core.models import ModelNotFound, resolve_source
+
+    with pytest.raises(ModelNotFound, match=r"unknown model 'smollm3'.*smollm2-135m-instruct.*gemma3-270m.*\.gguf"):
+        resolve_source("smollm3")
+
+
+@pytest.mark.parametrize("prompt", ["", "   \n\t"])
+def test_empty_prompt(prompt: str) -> None:
+    from gnuq_core.prompts import PromptError, format_prompt
+
+    with pytest.raises(PromptError, match="the prompt is empty or whitespace only: pass the question text"):
+        format_prompt(None, prompt, "fewshot")
+
+
+def test_missing_chromium_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests import test_browser
+
+    monkeypatch.setattr(test_browser, "CHROMIUM", "/nonexistent/chromium")
+    with pytest.raises(pytest.fail.Exception, match=r"Chromium not found.*apt-get install chromium"):
+        test_browser.chromium_or_fail()
+
+
+def test_output_file_of_another_configuration(tmp_path: Path) -> None:
+    from gnuq_core.records import ConfigMismatch, RecordFile
+
+    out = tmp_path / "run.jsonl"
+    RecordFile(out, {"model": "gemma3-270m", "limit": 10}).append("q1", {"score": 1.0})
+    with pytest.raises(ConfigMismatch, match=r"different configuration \(model: file has 'gemma3-270m', this run "
+                                             r"'smollm2-135m-instruct'\): use a different --out file"):
+        RecordFile(out, {"model": "smollm2-135m-instruct", "limit": 10})
