@@ -179,7 +179,7 @@ glue("n_mc", n_mc, display=False)
 
 # %% [markdown]
 # ```{glue:figure} fig_delta_method
-# :name: fig-delta-method
+# :name: fig-01-delta-method
 #
 # Ratio of the Monte Carlo variance of $p$ ({glue:text}`n_mc` samples per σ, error bars
 # ±2 standard errors) to the delta-method prediction $\sigma^2\lVert\nabla_\theta p\rVert^2$,
@@ -254,7 +254,7 @@ plt.close(fig)
 
 # %% [markdown]
 # ```{glue:figure} fig_logspace
-# :name: fig-logspace
+# :name: fig-01-logspace
 #
 # $\log_{10}\lVert\nabla_\theta p\rVert^2$ computed in log space (circles) and directly (dots:
 # float64, crosses: float32) for 200 inputs of a small network. Direct float32 values
@@ -326,7 +326,7 @@ plt.close(fig)
 
 # %% [markdown]
 # ```{glue:figure} fig_blr
-# :name: fig-blr
+# :name: fig-01-blr
 #
 # Left: the exact posterior predictive of Bayesian linear regression with a gap in the
 # data. Right: the exact predictive variance against the isotropic score $\lVert g\rVert^2$,
@@ -395,7 +395,7 @@ plt.close(fig)
 
 # %% [markdown]
 # ```{glue:figure} fig_ntk
-# :name: fig-ntk
+# :name: fig-01-ntk
 #
 # The isotropic score of a trained MLP (solid) is the diagonal of its tangent kernel.
 # Conditioning the linearised network on the training inputs (dashed) removes the part
