@@ -136,10 +136,12 @@ def run_chapter(selector: str, profile: str = "quick", out_dir: Path | None = No
     target = to_ipynb(source, out_dir / f"{source.stem}.ipynb")
     params = resolve_parameters(source.stem, declared_parameters(target), {**overrides, "profile": profile})
     # The kernel inherits this environment. Figures must render inline (as PNG) whatever
-    # backend the caller uses (tests set Agg), or glued figures degrade to text.
+    # backend the caller uses (tests set Agg), or glued figures degrade to text. Progress
+    # bars are for people at a terminal: in the book they would be stderr output, so the
+    # runner reports progress per chapter instead.
     os.environ.update(GNUQ_OUTPUT_DIR=str(out_dir), GNUQ_CHAPTER=source.stem,
                       GNUQ_PARAMETERS=json.dumps(params),
-                      MPLBACKEND="module://matplotlib_inline.backend_inline")
+                      MPLBACKEND="module://matplotlib_inline.backend_inline", TQDM_DISABLE="1")
     claims.reset(source.stem)
     (out_dir / f"{source.stem}.provenance.json").unlink(missing_ok=True)
     started = time.time()
