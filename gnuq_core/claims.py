@@ -20,7 +20,8 @@ REPRODUCED = "reproduced"
 PARTLY = "partly reproduced"
 NOT_REPRODUCED = "not reproduced"
 NOT_MEASURED = "not yet measured"
-VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_MEASURED)
+INCONCLUSIVE = "inconclusive"  # measured, but the data cannot decide (no signal, too few items)
+VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, INCONCLUSIVE, NOT_MEASURED)
 
 
 @dataclass(frozen=True)
@@ -90,8 +91,14 @@ def _rule_c7(m: Measurement) -> str:
 
 
 def _rule_c9(m: Measurement) -> str:
-    """Transferred threshold: balanced accuracy CI reaches chance (≤ 0.55) → reproduced."""
+    """Transferred threshold: balanced accuracy CI reaches chance (≤ 0.55) → reproduced.
+
+    Only meaningful if the score works within a model: a within-model balanced accuracy
+    of 0.55 or less makes the transfer test inconclusive (nothing to lose in transfer).
+    """
     within = m.details["within_model_balanced_accuracy"]
+    if within <= 0.55:
+        return INCONCLUSIVE
     if m.ci[0] <= 0.55:
         return REPRODUCED
     return PARTLY if m.value < within - 0.05 else NOT_REPRODUCED
@@ -157,16 +164,22 @@ CLAIMS: dict[str, Claim] = {c.id: c for c in [
     Claim("C9", "Raw gradient norms do not transfer across models", "chance-level transfer",
           "06_qa_benchmarks",
           "balanced accuracy of a threshold fitted on one model, applied to another; details: within_model_balanced_accuracy",
-          _rule_c9, "reproduced if the transferred balanced accuracy's CI reaches 0.55 or below; partly if it is > 0.05 below within-model"),
+          _rule_c9, "inconclusive unless the score works within a model (balanced accuracy > 0.55); then reproduced if the transferred balanced accuracy's CI reaches 0.55 or below, partly if it is > 0.05 below within-model"),
 ]}
 
 
 def judge(m: Measurement) -> str:
-    """Apply the claim's rule to a measurement; an invalid number or CI is an error."""
+    """Apply the claim's rule to a measurement; an invalid number or CI is an error.
+
+    A measurement flagged ``details["degenerate"]`` (e.g. every answer wrong, so no AUROC
+    exists) is judged inconclusive whatever its placeholder value.
+    """
     if m.claim not in CLAIMS:
         raise KeyError(f"unknown claim {m.claim!r}; known: {', '.join(CLAIMS)}")
     if not _ci_ok(m):
         raise ValueError(f"{m.claim}: value {m.value} with CI {m.ci} is not a finite number inside its interval")
+    if m.details.get("degenerate"):
+        return INCONCLUSIVE
     return CLAIMS[m.claim].rule(m)
 
 

@@ -66,7 +66,9 @@ display(Markdown(table.to_markdown(index=False)))
 # %% [markdown]
 # Of {glue:text}`n_claims` claims, {glue:text}`n_reproduced` are reproduced,
 # {glue:text}`n_partly_reproduced` partly reproduced, {glue:text}`n_not_reproduced` not
-# reproduced and {glue:text}`n_not_yet_measured` not yet measured in this build
+# reproduced, {glue:text}`n_inconclusive` inconclusive (measured, but the data cannot
+# decide, e.g. no correct answers to rank) and {glue:text}`n_not_yet_measured` not yet
+# measured in this build
 # (profile {glue:text}`build_profile`). The numbers in the `quick` profile come from
 # smaller runs than the `full` profile; the chapters say how the verdicts depend on the
 # settings.

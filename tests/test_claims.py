@@ -82,3 +82,19 @@ def test_chapter_outside_the_toc_counts_as_not_measured(generated: Path) -> None
     (generated / "04_mcmc_validation.provenance.json").write_text("{}")
     rows = claims.collect(generated, chapters=[])
     assert all(r["verdict"] == claims.NOT_MEASURED for r in rows)
+
+
+def test_degenerate_measurement_is_inconclusive() -> None:
+    m = Measurement("C7", 0.5, (0.0, 1.0), details={"degenerate": True, "auroc": {}, "ci": {}})
+    assert claims.judge(m) == claims.INCONCLUSIVE
+
+
+@pytest.mark.parametrize("within, value, ci, verdict", [
+    (0.52, 0.50, (0.45, 0.55), claims.INCONCLUSIVE),   # no signal within a model: nothing to transfer
+    (0.70, 0.50, (0.45, 0.55), claims.REPRODUCED),
+    (0.70, 0.60, (0.57, 0.63), claims.PARTLY),
+    (0.70, 0.68, (0.66, 0.70), claims.NOT_REPRODUCED),
+])
+def test_c9_rule(within: float, value: float, ci: tuple[float, float], verdict: str) -> None:
+    m = Measurement("C9", value, ci, details={"within_model_balanced_accuracy": within})
+    assert claims.judge(m) == verdict
