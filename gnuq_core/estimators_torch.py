@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 
 import torch
 
+from gnuq_core.grad_norms import hooked_sq_norms, raise_if_non_finite
 from gnuq_core.estimators import _FIX_HINT, LOG_P_TOL, GroupSpec, Uncertainty, from_log_p_and_grad_sq
 
 # --------------------------------------------------------------------------- PyTorch
@@ -96,76 +97,33 @@ def torch_uncertainty(
     selected = [k for k in params if k in union and params[k].is_floating_point()]
     if not selected:
         raise ValueError("no floating-point parameter selected: nothing to differentiate")
-    sel_set = set(selected)
 
-    saved_flags = {k: prm.requires_grad for k, prm in params.items()}
-    saved_grads = {k: params[k].grad for k in selected}
-    sq: dict[int, torch.Tensor] = {}
-    fired_twice: list[int] = []
-    handles = []
-
-    def make_hook(k: int) -> Callable[[torch.Tensor], None]:
-        def hook(prm: torch.Tensor) -> None:
-            if k in sq:
-                fired_twice.append(k)
-            g = prm.grad.detach()
-            if g.device.type == "mps":  # Apple GPUs have no float64
-                norm = torch.linalg.vector_norm(g.float()).cpu().double()
-            else:
-                norm = torch.linalg.vector_norm(g, dtype=torch.float64)
-            sq[k] = norm**2
-            prm.grad = None  # free the buffer now
-
-        return hook
-
-    try:
-        for k, prm in params.items():
-            prm.requires_grad_(k in sel_set)
-        for k in selected:
-            params[k].grad = None
-            handles.append(params[k].register_post_accumulate_grad_hook(make_hook(k)))
-        with torch.enable_grad():
-            log_p_t = log_prob_fn(model)
-            if not isinstance(log_p_t, torch.Tensor) or log_p_t.numel() != 1:
-                raise ValueError("log_prob_fn(model) must return a scalar tensor (log p)")
-            log_p_t = log_p_t.reshape(())
-            log_p = float(log_p_t.detach())
-            if not math.isfinite(log_p):
-                raise FloatingPointError(f"log p = {log_p} from log_prob_fn; {_FIX_HINT}")
-            if log_p > LOG_P_TOL:
-                from_log_p_and_grad_sq(log_p, 0.0)  # raises the ValueError
-            if not log_p_t.requires_grad:
-                raise ValueError(
-                    "log p does not depend on the selected parameters (no grad_fn): do not "
-                    "detach or compute it under torch.no_grad(), and check `groups`"
-                )
-            # Plain backward, not inputs=[...]: reentrant gradient checkpointing only
-            # reaches the parameters through a nested backward that inputs= would prune.
-            log_p_t.backward()
-        if fired_twice:
-            n = names[next(k for k in params if k in fired_twice)][0]
-            raise RuntimeError(
-                f"gradient of parameter {n!r} was accumulated more than once in one backward "
-                "pass (reentrant gradient checkpointing?); use use_reentrant=False"
+    with hooked_sq_norms(params, selected) as norms, torch.enable_grad():
+        log_p_t = log_prob_fn(model)
+        if not isinstance(log_p_t, torch.Tensor) or log_p_t.numel() != 1:
+            raise ValueError("log_prob_fn(model) must return a scalar tensor (log p)")
+        log_p_t = log_p_t.reshape(())
+        log_p = float(log_p_t.detach())
+        if not math.isfinite(log_p):
+            raise FloatingPointError(f"log p = {log_p} from log_prob_fn; {_FIX_HINT}")
+        if log_p > LOG_P_TOL:
+            from_log_p_and_grad_sq(log_p, 0.0)  # raises the ValueError
+        if not log_p_t.requires_grad:
+            raise ValueError(
+                "log p does not depend on the selected parameters (no grad_fn): do not "
+                "detach or compute it under torch.no_grad(), and check `groups`"
             )
-        sq_f = {k: float(t) for k, t in sq.items()}  # unused parameters stay absent: 0
-    finally:
-        for h in handles:
-            h.remove()
-        for k, prm in params.items():
-            prm.requires_grad_(saved_flags[k])
-        for k, g in saved_grads.items():
-            params[k].grad = g
-
-    for k in selected:
-        v = sq_f.get(k, 0.0)
-        if not math.isfinite(v):
-            where = [g for g, m in group_members.items() if k in m]
-            grp = f" (group {', '.join(map(repr, where))})" if groups is not None else ""
-            raise FloatingPointError(
-                f"non-finite gradient of log p (||grad||^2 = {v}) in parameter "
-                f"{names[k][0]!r}{grp}; {_FIX_HINT}"
-            )
+        # Plain backward, not inputs=[...]: reentrant gradient checkpointing only
+        # reaches the parameters through a nested backward that inputs= would prune.
+        log_p_t.backward()
+    if norms.repeated:
+        n = names[next(k for k in params if k in norms.repeated)][0]
+        raise RuntimeError(
+            f"gradient of parameter {n!r} was accumulated more than once in one backward "
+            "pass (reentrant gradient checkpointing?); use use_reentrant=False"
+        )
+    sq_f = norms.floats()  # unused parameters stay absent: 0
+    raise_if_non_finite(sq_f, selected, names, group_members if groups is not None else None, _FIX_HINT)
     total = math.fsum(sq_f.get(k, 0.0) for k in selected)
     per = (
         {g: math.fsum(sq_f.get(k, 0.0) for k in m) for g, m in group_members.items()}

@@ -44,13 +44,14 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 
+from gnuq_core.grad_norms import hooked_sq_norms, raise_if_non_finite
 from gnuq_core.prompts import PromptError, encode_answer, encode_prompt, format_prompt
 
 __all__ = ["Generation", "Sample", "ScoreResult", "GradientPass", "PRESET_GROUPS", "resolve_groups",
@@ -446,25 +447,6 @@ def sample_answers(model: Any, tokenizer: Any, prompt_ids: Sequence[int], n: int
 # --------------------------------------------------------------------------- forward-backward
 
 
-def _sq_norm(g: torch.Tensor) -> torch.Tensor:
-    """``||g||^2`` as a float64 scalar, accurate and without a float64 copy of ``g``.
-
-    A float32 norm of a whole ~1M-entry gradient is off by ~1e-4 relative on CPU (measured
-    on Gemma-3-270M against a float64 model), a float64 copy costs ~20% of the backward
-    pass. So: float32 norms per row (a few thousand entries: error ~1e-7), their squares
-    summed in float64. Rows whose float32 squares could underflow or overflow, 1-D
-    tensors and float64 gradients take the float64 path.
-    """
-    if g.dim() < 2 or g.dtype == torch.float64:
-        return torch.linalg.vector_norm(g, dtype=torch.float64) ** 2
-    rows = g.reshape(g.shape[0], -1)
-    amax = float(rows.abs().max()) if rows.numel() else 0.0
-    if not (1e-15 < amax < 1e15):  # 0, tiny, huge or non-finite: let float64 decide
-        return torch.linalg.vector_norm(g, dtype=torch.float64) ** 2
-    norms = torch.linalg.vector_norm(rows, dim=1, dtype=torch.float32)
-    return (norms.double() ** 2).sum()
-
-
 def _unique_params(model: Any) -> tuple[dict[int, torch.nn.Parameter], dict[int, list[str]]]:
     params: dict[int, torch.nn.Parameter] = {}
     names: dict[int, list[str]] = {}
@@ -533,26 +515,9 @@ def forward_backward(model: Any, prompt_ids: Sequence[int], answer_ids: Sequence
     ids = torch.tensor(list(prompt_ids) + list(answer_ids), device=dev)
     n_p, n_a = len(prompt_ids), len(answer_ids)
     targets = ids[n_p:]
-    saved_flags = {k: p.requires_grad for k, p in params.items()}
-    saved_grads = {k: params[k].grad for k in body}
-    sq: dict[int, torch.Tensor] = {}
-    handles = []
     captured: dict[str, torch.Tensor] = {}
-
-    def hook_for(k: int) -> Callable[[torch.Tensor], None]:
-        def hook(p: torch.Tensor) -> None:
-            g = _sq_norm(p.grad.detach())
-            sq[k] = sq[k] + g if k in sq else g
-            p.grad = None
-
-        return hook
-
-    try:
-        for k, p in params.items():
-            p.requires_grad_(k in body)
-        for k in body:
-            params[k].grad = None
-            handles.append(params[k].register_post_accumulate_grad_hook(hook_for(k)))
+    with hooked_sq_norms(params, body) as norms:
+        sq = norms.sq
         with torch.enable_grad():
             uniq, inv = torch.unique(ids, return_inverse=True)
             if need_rows:
@@ -612,19 +577,7 @@ def forward_backward(model: Any, prompt_ids: Sequence[int], answer_ids: Sequence
         if need_bias:
             sq[id(bias)] = (d.sum(0) ** 2).sum()
         sq_f = {k: float(v) for k, v in sq.items()}
-    finally:
-        for hd in handles:
-            hd.remove()
-        for k, p in params.items():
-            p.requires_grad_(saved_flags[k])
-        for k, g in saved_grads.items():
-            params[k].grad = g
-    for k in selected:
-        v = sq_f.get(k, 0.0)
-        if not math.isfinite(v):
-            where = [g for g, m in members.items() if k in m]
-            raise FloatingPointError(f"non-finite gradient of log p in parameter {names[k][0]!r} (group "
-                                     f"{', '.join(map(repr, where))}); {_FIX}")
+    raise_if_non_finite(sq_f, selected, names, members, _FIX)
     total = math.fsum(sq_f.get(k, 0.0) for k in selected)
     group_sq = {g: math.fsum(sq_f.get(k, 0.0) for k in m) for g, m in members.items()} if per_group else {}
     return GradientPass(token_log_probs, total, group_sq, {names[k][0]: sq_f.get(k, 0.0) for k in selected},

@@ -285,17 +285,3 @@ def test_group_errors(models):
     assert "model.embed_tokens.weight" not in g["no_embeddings"] and "lm_head.weight" not in g["no_embeddings"]
     with pytest.raises(ValueError, match="prediction"):
         score(m, byte_tokenizer(), "Q?", answer="a", prediction="mean")
-
-
-def test_sq_norm_accurate_without_float64_copy():
-    from gnuq_core.scoring import _sq_norm
-
-    torch.manual_seed(0)
-    for scale in [1.0, 1e-12, 1e-30, 1e20, 0.0]:
-        g = torch.randn(300, 700) * scale
-        want = float((g.double() ** 2).sum())
-        got = float(_sq_norm(g))
-        assert got == pytest.approx(want, rel=1e-6, abs=1e-300), scale
-    assert float(_sq_norm(torch.tensor([3.0, 4.0]))) == 25.0
-    assert math.isinf(float(_sq_norm(torch.tensor([[float("inf"), 1.0]]))))
-    assert math.isnan(float(_sq_norm(torch.tensor([[float("nan"), 1.0]]))))
