@@ -82,7 +82,7 @@ def test_page(browser, server: str, smoke_book: Path, page_file: str) -> None:  
 
     html = (smoke_book / f"{page_file}.html").read_text()
     if re.search(r'class="math|\\\(|\\\[', html):
-        page.wait_for_selector("mjx-container", timeout=90_000)  # generous: CI machines can be loaded
+        page.wait_for_selector("mjx-container", state="attached", timeout=90_000)  # some sit in collapsed blocks
         assert page.locator("mjx-container").count() > 0, f"{page_file}: MathJax did not typeset the math"
         assert page.locator("mjx-merror").count() == 0, f"{page_file}: MathJax reported a TeX error"
 
