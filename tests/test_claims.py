@@ -98,3 +98,13 @@ def test_degenerate_measurement_is_inconclusive() -> None:
 def test_c9_rule(within: float, value: float, ci: tuple[float, float], verdict: str) -> None:
     m = Measurement("C9", value, ci, details={"within_model_balanced_accuracy": within})
     assert claims.judge(m) == verdict
+
+
+@pytest.mark.parametrize("value, ci, verdict", [
+    (0.50, (0.42, 0.58), claims.REPRODUCED),
+    (0.26, (0.03, 0.54), claims.PARTLY),    # a wide CI does not make 0.26 "near chance"
+])
+def test_c7_rule(value: float, ci: tuple[float, float], verdict: str) -> None:
+    details = {"auroc": {"epistemic": value, "p_true": 0.7, "entropy": 0.6},
+               "ci": {"epistemic": list(ci), "p_true": [0.6, 0.8], "entropy": [0.5, 0.7]}}
+    assert claims.judge(Measurement("C7", value, ci, details=details)) == verdict
