@@ -646,18 +646,19 @@ def clean(d: dict) -> dict:
     return {k: (float(v) if np.isfinite(v) else 0.5) for k, v in d.items()}
 
 
+def auroc_details(res: dict, degenerate: bool) -> dict:
+    """The C6/C7 rule's inputs: every method's AUROC and CI (uninformative where undefined)."""
+    return {"auroc": clean({m: res[m][0] for m in CLAIM_METHODS}),
+            "ci": {m: ([res[m][1], res[m][2]] if np.isfinite(res[m][0]) else [0.0, 1.0]) for m in CLAIM_METHODS},
+            "degenerate": degenerate}
+
+
 tf = macro_res["truthfulqa"]
 v6, ci6, deg6 = finite_or_chance(tf["combined"])
-e6 = claims.record(claims.Measurement("C6", v6, ci6, settings, {
-    "auroc": clean({m: tf[m][0] for m in CLAIM_METHODS}),
-    "ci": {m: ([tf[m][1], tf[m][2]] if np.isfinite(tf[m][0]) else [0.0, 1.0]) for m in CLAIM_METHODS},
-    "degenerate": deg6}))
+e6 = claims.record(claims.Measurement("C6", v6, ci6, settings, auroc_details(tf, deg6)))
 tq = macro_res["triviaqa"]
 v7, ci7, deg7 = finite_or_chance(tq["epistemic"])
-e7 = claims.record(claims.Measurement("C7", v7, ci7, settings, {
-    "auroc": clean({m: tq[m][0] for m in CLAIM_METHODS}),
-    "ci": {m: ([tq[m][1], tq[m][2]] if np.isfinite(tq[m][0]) else [0.0, 1.0]) for m in CLAIM_METHODS},
-    "degenerate": deg7}))
+e7 = claims.record(claims.Measurement("C7", v7, ci7, settings, auroc_details(tq, deg7)))
 if tr_results:
     v9, ci9 = transfer.mean_with_ci(tr_results)
     within = float(np.nanmean([r.within_ba for r in tr_results]))
