@@ -8,7 +8,6 @@ whose curvature can be computed exactly is needed. Parameters are a list of
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
 
 import jax
 import jax.numpy as jnp

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import numpy as np
-
 from gnuq_core.spectra import MatVec, torch_hvp
 
 __all__ = ["tiny_random_llama", "load_smollm2", "text_token_ids", "block_hvp"]

@@ -32,7 +32,7 @@ from gnuq_core.cache import cached
 from gnuq_core.synthetic import Dataset
 
 __all__ = ["NutsSettings", "NutsResult", "run_nuts", "cached_nuts", "predictive_f", "reference_variance",
-           "diagnostics", "split_agreement", "CACHE_VERSION"]
+           "diagnostics", "split_agreement", "reference_summary", "CACHE_VERSION"]
 
 CACHE_VERSION = 2  # bump when the sampler code changes what it returns
 
@@ -262,3 +262,46 @@ def diagnostics(result: NutsResult, f: np.ndarray | None = None, task: str = "cl
                treedepth_saturation=float(sat.mean()), mean_accept=float(result.accept_prob.mean()),
                mean_steps=float(result.num_steps.mean()))
     return out
+
+
+def _rounded(a: np.ndarray, digits: int = 7) -> list[float]:
+    """A float array as a JSON list with ``digits`` significant digits (keeps stored files small)."""
+    return [float(f"{v:.{digits}g}") for v in np.asarray(a, dtype=float).ravel()]
+
+
+def reference_summary(cfg: MLPConfig, data: Dataset, settings: NutsSettings, seed: int,
+                      query_sets: tuple[str, ...], fresh: bool = False) -> dict[str, Any]:
+    """Everything the chapters use from a NUTS reference, as a JSON-serialisable dict.
+
+    This is what the results store keeps for the full profile: no draws, only per query
+    point the posterior predictive mean and variance (7 significant digits) and the
+    sampler's diagnostics.
+
+    Parameters
+    ----------
+    cfg, data, settings, seed
+        As for :func:`run_nuts`.
+    query_sets : tuple of str
+        Names of ``data.queries`` to summarise.
+    fresh : bool
+        Sample again instead of reading the disk cache (used to verify stored results).
+
+    Returns
+    -------
+    dict
+        ``nuts`` (``step_size`` per chain, ``diagnostics`` on θ), ``q[name]`` with ``ref``
+        (:func:`reference_variance` as lists), ``diag`` (:func:`diagnostics` with the
+        predictions), ``split`` (and ``split_f`` in classification) from
+        :func:`split_agreement`, and ``timings`` (``wall_s``, machine-dependent).
+    """
+    res = run_nuts(cfg, data, settings, seed) if fresh else cached_nuts(cfg, data, settings, seed)
+    q: dict[str, Any] = {}
+    for name in query_sets:
+        f = predictive_f(cfg, res.theta, data.queries[name])
+        entry = dict(ref={k: _rounded(v) for k, v in reference_variance(cfg.task, f).items()},
+                     diag=diagnostics(res, f, cfg.task), split=split_agreement(cfg.task, f))
+        if cfg.task == "classification":
+            entry["split_f"] = split_agreement(cfg.task, f, key="var_f")
+        q[name] = entry
+    return dict(nuts=dict(step_size=_rounded(res.step_size), diagnostics=diagnostics(res)), q=q,
+                timings=dict(wall_s=float(res.wall_s)))

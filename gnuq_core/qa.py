@@ -17,7 +17,7 @@ from typing import Any
 
 from gnuq_core import baselines as bl
 
-__all__ = ["QAConfig", "evaluate_question", "run_benchmark", "rescore", "clean"]
+__all__ = ["QAConfig", "evaluate_question", "question_record", "resolved_style", "run_benchmark", "rescore", "clean"]
 
 
 @dataclass(frozen=True)
@@ -155,6 +155,31 @@ def rescore(record: dict[str, Any], clusterer: Any = None) -> dict[str, float]:
     return out
 
 
+def question_record(loaded: Any, item: Any, config: QAConfig, *, style: str, clusterer: Any = None,
+                    texts: bool = True) -> dict[str, Any]:
+    """One question's record: `evaluate_question` plus its dataset, style and wall time.
+
+    With ``texts`` (the command line's output files) the record also carries the question
+    and the reference answers (``correctness_inputs``), so it can be graded on its own;
+    without (the repository's results store) it holds only ids, generated answers and
+    numbers, and is graded against the dataset by id.
+    """
+    t0 = time.perf_counter()
+    rec = evaluate_question(loaded.model, loaded.tokenizer, item.question, config, style=style, clusterer=clusterer)
+    rec["timings"]["total"] = time.perf_counter() - t0
+    head: dict[str, Any] = {"dataset": item.dataset, "style": style}
+    if texts:
+        head.update(question=item.question,
+                    correctness_inputs={"correct_answers": list(item.correct_answers),
+                                        "incorrect_answers": list(item.incorrect_answers)})
+    return {**head, **rec}
+
+
+def resolved_style(loaded: Any, config: QAConfig) -> str:
+    """The prompt style a run uses: ``config.style``, or the model's own for ``"auto"``."""
+    return loaded.prompt_style if config.style == "auto" else config.style
+
+
 def run_benchmark(loaded: Any, items: list[Any], config: QAConfig, out: Any, *, progress: bool = True) -> int:
     """Evaluate ``items`` into the result file ``out`` (resumable); returns records written now."""
     from tqdm.auto import tqdm
@@ -162,7 +187,7 @@ def run_benchmark(loaded: Any, items: list[Any], config: QAConfig, out: Any, *, 
     from gnuq_core.clustering import get_clusterer
     from gnuq_core.records import RecordFile
 
-    style = loaded.prompt_style if config.style == "auto" else config.style
+    style = resolved_style(loaded, config)
     wrong = sorted({it.dataset for it in items} - {config.dataset}) if config.dataset else []
     if wrong:
         raise ValueError(f"config.dataset is {config.dataset!r} but the items come from {', '.join(wrong)}")
@@ -172,11 +197,5 @@ def run_benchmark(loaded: Any, items: list[Any], config: QAConfig, out: Any, *, 
     written = 0
     for it in tqdm(todo, desc=f"{config.model} qa", disable=not progress, initial=len(items) - len(todo),
                    total=len(items)):
-        t0 = time.perf_counter()
-        rec = evaluate_question(loaded.model, loaded.tokenizer, it.question, config, style=style, clusterer=clusterer)
-        rec["timings"]["total"] = time.perf_counter() - t0
-        rec = {"dataset": it.dataset, "question": it.question, "style": style,
-               "correctness_inputs": {"correct_answers": list(it.correct_answers),
-                                      "incorrect_answers": list(it.incorrect_answers)}, **rec}
-        written += rf.append(it.id, rec)
+        written += rf.append(it.id, question_record(loaded, it, config, style=style, clusterer=clusterer))
     return written

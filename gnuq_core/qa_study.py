@@ -137,14 +137,39 @@ def run_path(config: Any, dataset: str, kind: str = "qa") -> Path:
     return cache_dir() / kind / f"{dataset}-{config_key({**asdict(config), 'dataset': dataset})}.jsonl"
 
 
-def run_dataset(loaded: Any, items: Sequence[Any], config: Any, *, progress: bool = True) -> list[dict[str, Any]]:
-    """Evaluate ``items`` (one dataset) with `gnuq_core.qa.run_benchmark`, cached; their records."""
-    from gnuq_core.qa import run_benchmark
+# Sources whose content defines the code version of stored QA records.
+STORE_CODE = [Path(__file__).with_name(f) for f in
+              ("qa.py", "scoring.py", "grad_norms.py", "prompts.py", "baselines.py", "clustering.py", "models.py")]
+
+
+def run_dataset(loaded: Any, items: Sequence[Any], config: Any, *, progress: bool = True, store: bool = False,
+                verify: int = 2, store_root: Path | None = None) -> list[dict[str, Any]]:
+    """Evaluate ``items`` (one dataset) with `gnuq_core.qa`; their records.
+
+    By default the records live in the local cache (resumable JSONL). With ``store`` they
+    live in the repository's results store (`gnuq_core.results_store`): ids, answers and
+    numbers only, never question or reference texts; stored records are reused, missing
+    ones computed and appended, and ``verify`` random stored ones recomputed and compared.
+    """
+    from gnuq_core.qa import question_record, resolved_style, run_benchmark
     from gnuq_core.records import read_records
 
     if not items:
         return []
     dataset = items[0].dataset
+    if store:
+        from gnuq_core.clustering import get_clusterer
+        from gnuq_core.results_store import run_stored
+
+        by_id = {it.id: it for it in items}
+        style = resolved_style(loaded, config)
+        clusterer = get_clusterer(config.clusterer, config.threshold) if config.n_samples > 0 else None
+        kw = {} if store_root is None else {"root": store_root}
+        return run_stored("qa", {**asdict(config), "dataset": dataset}, list(by_id),
+                          lambda i: question_record(loaded, by_id[i], config, style=style, clusterer=clusterer,
+                                                    texts=False),
+                          code_files=STORE_CODE, verify=verify, rtol=1e-3, atol=1e-6,
+                          progress=f"{config.model} {dataset}" if progress else None, **kw)
     path = run_path(config, dataset)
     run_benchmark(loaded, list(items), config, path, progress=progress)
     _, recs = read_records(path)
@@ -177,8 +202,10 @@ def layer_groups(model: Any) -> dict[str, list[str]]:
 
 
 def run_group_norms(loaded: Any, records: Sequence[Mapping[str, Any]], config: Any, dataset: str, *,
-                    progress: bool = True) -> dict[str, dict[str, float]]:
-    """Per-group ``||grad log p||^2`` of each record's greedy answer (cached, resumable).
+                    progress: bool = True, store: bool = False, verify: int = 2,
+                    store_root: Path | None = None) -> dict[str, dict[str, float]]:
+    """Per-group ``||grad log p||^2`` of each record's greedy answer (cached, resumable;
+    with ``store``, in the results store like `run_dataset`).
 
     Returns ``{record id: {group: value}}``.
     """
@@ -188,13 +215,25 @@ def run_group_norms(loaded: Any, records: Sequence[Mapping[str, Any]], config: A
     from gnuq_core.scoring import forward_backward
 
     groups = layer_groups(loaded.model)
-    path = run_path(config, dataset, kind="qa_groups")
-    rf = RecordFile(path, {**asdict(config), "dataset": dataset, "groups": list(groups)})
-    todo = [r for r in records if r["id"] not in rf.done]
-    for r in tqdm(todo, desc=f"{config.model} per-layer", disable=not progress):
-        g = r["generation"]
+    by_id = {r["id"]: r for r in records}
+
+    def compute(rid: str) -> dict[str, Any]:
+        g = by_id[rid]["generation"]
         gp = forward_backward(loaded.model, g["prompt_ids"], g["answer_ids"], groups=groups, per_group=True)
-        rf.append(r["id"], {"group_sq": gp.group_sq, "grad_sq": gp.grad_sq, "seconds": gp.seconds})
+        return {"group_sq": gp.group_sq, "grad_sq": gp.grad_sq, "seconds": gp.seconds}
+
+    config_dict = {**asdict(config), "dataset": dataset, "groups": list(groups)}
+    if store:
+        from gnuq_core.results_store import run_stored
+
+        kw = {} if store_root is None else {"root": store_root}
+        recs = run_stored("qa_groups", config_dict, list(by_id), compute, code_files=STORE_CODE, verify=verify,
+                          rtol=1e-3, atol=1e-6, progress=f"{config.model} per-layer" if progress else None, **kw)
+        return {r["id"]: r["group_sq"] for r in recs}
+    path = run_path(config, dataset, kind="qa_groups")
+    rf = RecordFile(path, config_dict)
+    for rid in tqdm([i for i in by_id if i not in rf.done], desc=f"{config.model} per-layer", disable=not progress):
+        rf.append(rid, compute(rid))
     _, recs = read_records(path)
     out = {x["id"]: x["group_sq"] for x in recs}
     return {r["id"]: out[r["id"]] for r in records}
@@ -236,7 +275,7 @@ def _variant_scores(r: Mapping[str, Any], group_sq: Mapping[str, float] | None) 
     return out
 
 
-def score_table(records: Sequence[Mapping[str, Any]], *, items: Mapping[str, Any] | None = None,
+def score_table(records: Sequence[Mapping[str, Any]], items: Mapping[str, Any], *,
                 embed: Callable[[list[str]], Any] | None = None,
                 group_norms: Mapping[str, Mapping[str, float]] | None = None) -> Any:
     """One row per record: labels from every judge and every score in `METHODS`.
@@ -245,8 +284,9 @@ def score_table(records: Sequence[Mapping[str, Any]], *, items: Mapping[str, Any
     ----------
     records : sequence of dict
         Records of one model on one dataset (`run_dataset`).
-    items : mapping id -> QAItem, optional
-        Adds TruthfulQA ``category`` and ``category_group``.
+    items : mapping id -> QAItem
+        The questions: their reference answers grade the records (which carry only ids),
+        and TruthfulQA's ``category`` and ``category_group`` are added.
     embed : callable, optional
         Sentence encoder for the TruthfulQA embedding judge (``correct_embed``).
     group_norms : mapping, optional
@@ -263,10 +303,16 @@ def score_table(records: Sequence[Mapping[str, Any]], *, items: Mapping[str, Any
     from gnuq_core import grading
 
     rows = []
+    missing = [r["id"] for r in records if r["id"] not in items]
+    if missing:
+        raise KeyError(f"{len(missing)} records have no question in `items` (first: {missing[0]!r}): load the "
+                       "dataset the records were made from (same file, same version)")
+    rows = []
     for r in records:
-        ci = r["correctness_inputs"]
+        it = items[r["id"]]
+        ci = {"correct_answers": list(it.correct_answers), "incorrect_answers": list(it.incorrect_answers)}
         ans = r["answer"]
-        row: dict[str, Any] = {"id": r["id"], "dataset": r["dataset"], "question": r["question"], "answer": ans,
+        row: dict[str, Any] = {"id": r["id"], "dataset": r["dataset"], "question": it.question, "answer": ans,
                                "n_tokens": len(r["generation"]["answer_ids"]),
                                "stop_reason": r["generation"]["stop_reason"], "p": r["scores"]["p"],
                                "log_p": r["scores"]["log_p"]}
@@ -280,9 +326,8 @@ def score_table(records: Sequence[Mapping[str, Any]], *, items: Mapping[str, Any
             if embed is not None:
                 row["correct_embed"] = grading.truthfulqa_embedding(ans, ci["correct_answers"],
                                                                     ci["incorrect_answers"], embed)
-            if items is not None and r["id"] in items:
-                cat = items[r["id"]].extra.get("category", "")
-                row.update(category=cat, category_group=category_group(cat))
+            cat = it.extra.get("category", "")
+            row.update(category=cat, category_group=category_group(cat))
         for name, (_, fn) in METHODS.items():
             try:
                 row[name] = float(fn(r))

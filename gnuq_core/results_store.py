@@ -62,10 +62,21 @@ def compare(stored: Any, fresh: Any, rtol: float, atol: float, where: str = "") 
     return [] if stored == fresh else [f"{where}: stored {stored!r}, recomputed {fresh!r}"]
 
 
+def _without(obj: Any, keys: Sequence[str]) -> Any:
+    """``obj`` with every dict entry named in ``keys`` removed, at any depth."""
+    if isinstance(obj, dict):
+        return {k: _without(v, keys) for k, v in obj.items() if k not in keys}
+    if isinstance(obj, list):
+        return [_without(v, keys) for v in obj]
+    return obj
+
+
 def run_stored(kind: str, config: dict[str, Any], ids: Sequence[str], compute: Callable[[str], dict[str, Any]], *,
                code_files: Iterable[str | Path], verify: int = 3, rtol: float = 1e-4, atol: float = 1e-8,
                seed: int = 0, root: Path = STORE,
-               ignore: Sequence[str] = ("seconds", "timings")) -> list[dict[str, Any]]:
+               ignore: Sequence[str] = ("seconds", "timings"),
+               recompute: Callable[[str], dict[str, Any]] | None = None,
+               progress: str | None = None) -> list[dict[str, Any]]:
     """Results for ``ids``: stored ones are reused (and a sample re-checked), missing ones computed.
 
     Parameters
@@ -81,7 +92,12 @@ def run_stored(kind: str, config: dict[str, Any], ids: Sequence[str], compute: C
     verify : int
         How many stored items (chosen with ``seed``) to recompute and compare.
     ignore : sequence of str
-        Top-level fields not compared (wall times).
+        Fields not compared, at any depth (wall times).
+    recompute : callable, optional
+        ``id -> record`` used for the verification sample, when ``compute`` may read a
+        local cache (the check must redo the work, not read it back). Default ``compute``.
+    progress : str, optional
+        Show a progress bar with this label while missing items are computed.
 
     Returns
     -------
@@ -93,19 +109,24 @@ def run_stored(kind: str, config: dict[str, Any], ids: Sequence[str], compute: C
     if path.exists():
         _, records = read_records(path)
         existing = {r["id"]: r for r in records}
-    wanted_stored = [i for i in ids if i in existing]
+    wanted_stored = [i for i in dict.fromkeys(ids) if i in existing]
     for item in random.Random(seed).sample(wanted_stored, min(verify, len(wanted_stored))):
-        fresh = compute(item)
-        stored = {k: v for k, v in existing[item].items() if k not in ("type", "id", *ignore)}
-        fresh = {k: v for k, v in fresh.items() if k not in ignore}
+        fresh = (recompute or compute)(item)
+        stored = _without(existing[item], ("type", "id", *ignore))
+        fresh = _without(fresh, ignore)
         diffs = compare(stored, fresh, rtol, atol)
         if diffs:
             raise ResultsDisagree(f"{path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path}: "
                                   f"item {item} recomputed differently ({'; '.join(diffs[:5])}). The stored result "
                                   "is stale or the computation is not deterministic: delete the file to recompute.")
     out = RecordFile(path, {**config, "_code": code_version(code_files)})
-    for item in ids:
-        if item not in existing:
+    missing = [i for i in ids if i not in existing]
+    if missing and progress:
+        from tqdm.auto import tqdm
+
+        missing = tqdm(missing, desc=progress, initial=len(ids) - len(missing), total=len(ids))
+    for item in missing:
+        if item not in existing:  # ids may repeat
             record = compute(item)
             out.append(item, record)
             existing[item] = {"type": "record", "id": item, **record}

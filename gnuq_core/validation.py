@@ -8,16 +8,17 @@ so a rerun, or the other chapter with the same setting, reads them back.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Sequence
 
 import numpy as np
 
-from gnuq_core import laplace, mcmc
+from gnuq_core import bnn, laplace, mcmc, results_store, synthetic
 from gnuq_core.bnn import MLPConfig, MapResult, fit_map, n_params
-from gnuq_core.cache import cached
+from gnuq_core.cache import cached, config_key
 from gnuq_core.synthetic import Dataset, make_dataset
 
-__all__ = ["Setting", "evaluate", "cached_map", "PAPER_ESTIMATE"]
+__all__ = ["Setting", "evaluate", "reference", "stored_references", "setting_id", "cached_map", "PAPER_ESTIMATE"]
 
 # The quantity the paper compares: ‖∇θ p‖² in classification, ‖∇θ f‖² (the mean) in regression.
 PAPER_ESTIMATE = {"classification": ("iso_p", "var_p"), "regression": ("iso_f", "var_f")}
@@ -58,8 +59,56 @@ def cached_map(cfg: MLPConfig, data: Dataset, seed: int, n_restarts: int) -> Map
     return cached("map", key, lambda: fit_map(cfg, data.x_train, data.y_train, n_restarts=n_restarts, seed=seed))
 
 
+def setting_id(setting: Setting, query_sets: tuple[str, ...] = ("in", "grid")) -> str:
+    """Stable key of a setting and the query sets summarised (the results store's item id)."""
+    return config_key({**asdict(setting), "query_sets": list(query_sets)})
+
+
+def _prepare(setting: Setting) -> tuple[Dataset, MLPConfig]:
+    data = make_dataset(setting.problem, **{**setting.data, "seed": setting.seed})
+    cfg = MLPConfig(**{**setting.model, "input_dim": data.input_dim, "task": data.task})
+    if cfg.task == "regression" and "noise_sigma" not in setting.model:
+        cfg = MLPConfig(**{**asdict(cfg), "noise_sigma": data.config["noise"]})
+    return data, cfg
+
+
+def reference(setting: Setting, query_sets: tuple[str, ...] = ("in", "grid"), fresh: bool = False) -> dict[str, Any]:
+    """The NUTS reference of ``setting`` summarised (:func:`gnuq_core.mcmc.reference_summary`)."""
+    data, cfg = _prepare(setting)
+    return mcmc.reference_summary(cfg, data, setting.nuts, setting.seed, query_sets, fresh=fresh)
+
+
+STORE_CODE = [Path(mcmc.__file__), Path(bnn.__file__), Path(synthetic.__file__)]
+
+
+def stored_references(settings: Sequence[Setting], query_sets: tuple[str, ...] = ("in", "grid"), *,
+                      verify: int = 2, root: Path | None = None, progress: bool = True) -> dict[str, dict[str, Any]]:
+    """NUTS references of ``settings`` through the results store (``results/nuts_reference/``).
+
+    Stored summaries are reused, missing ones computed (reading the local sampler cache
+    when it has them) and appended, and ``verify`` randomly chosen stored ones are sampled
+    again from scratch and must agree to ``rtol=1e-4`` (NUTS in JAX is deterministic for
+    a given seed on one platform; another CPU or JAX version may legitimately differ, and
+    the error then says so).
+
+    Returns
+    -------
+    dict
+        :func:`setting_id` -> summary, to pass to :func:`evaluate` as ``reference``.
+    """
+    by_id = {setting_id(s, query_sets): s for s in settings}
+    kw = {} if root is None else {"root": root}
+    recs = results_store.run_stored(
+        "nuts_reference", {"version": 1}, list(by_id),
+        lambda i: reference(by_id[i], query_sets), recompute=lambda i: reference(by_id[i], query_sets, fresh=True),
+        code_files=STORE_CODE, verify=verify, rtol=1e-4, atol=1e-9, progress="NUTS references" if progress else None,
+        **kw)
+    return {r["id"]: r for r in recs}
+
+
 def evaluate(setting: Setting, laplace_estimates: bool = True, ntk: bool = False,
-             query_sets: tuple[str, ...] = ("in", "grid")) -> dict[str, Any]:
+             query_sets: tuple[str, ...] = ("in", "grid"), reference_summary: dict[str, Any] | None = None
+             ) -> dict[str, Any]:
     """Run (or read back) one setting and compute everything the chapters compare.
 
     Parameters
@@ -72,6 +121,9 @@ def evaluate(setting: Setting, laplace_estimates: bool = True, ntk: bool = False
         Also compute :func:`gnuq_core.laplace.ntk_view` (span fraction, Woodbury GGN).
     query_sets : tuple of str
         Which query sets of the data to evaluate.
+    reference_summary : dict, optional
+        The NUTS reference already at hand (from :func:`stored_references`); by default
+        it is computed, reading the local sampler cache.
 
     Returns
     -------
@@ -81,25 +133,21 @@ def evaluate(setting: Setting, laplace_estimates: bool = True, ntk: bool = False
         ``ref`` (reference mean/variance), ``est`` (estimates), ``diag`` (ArviZ on the
         predictions), ``split`` (noise ceiling) and, with ``ntk``, ``ntk``.
     """
-    data = make_dataset(setting.problem, **{**setting.data, "seed": setting.seed})
-    cfg = MLPConfig(**{**setting.model, "input_dim": data.input_dim, "task": data.task})
-    if cfg.task == "regression" and "noise_sigma" not in setting.model:
-        cfg = MLPConfig(**{**asdict(cfg), "noise_sigma": data.config["noise"]})
+    data, cfg = _prepare(setting)
     mp = cached_map(cfg, data, setting.seed, setting.n_restarts)
-    res = mcmc.cached_nuts(cfg, data, setting.nuts, seed=setting.seed)
+    ref = reference_summary or reference(setting, query_sets)
     out: dict[str, Any] = dict(data=data, cfg=cfg, n_params=n_params(cfg), map=mp,
-                               nuts=dict(wall_s=res.wall_s, step_size=res.step_size,
-                                         diagnostics=mcmc.diagnostics(res)), q={})
+                               nuts=dict(wall_s=ref["timings"]["wall_s"], step_size=np.asarray(ref["nuts"]["step_size"]),
+                                         diagnostics=ref["nuts"]["diagnostics"]), q={})
     for name in query_sets:
         xs = data.queries[name]
-        f = mcmc.predictive_f(cfg, res.theta, xs)
-        entry = dict(ref=mcmc.reference_variance(cfg.task, f),
+        summary = ref["q"][name]
+        entry = dict(ref={k: np.asarray(v) for k, v in summary["ref"].items()},
                      est=laplace.estimates(cfg, mp.theta, data.x_train, data.y_train, xs,
                                            laplace=laplace_estimates),
-                     diag=mcmc.diagnostics(res, f, cfg.task),
-                     split=mcmc.split_agreement(cfg.task, f))
-        if cfg.task == "classification":
-            entry["split_f"] = mcmc.split_agreement(cfg.task, f, key="var_f")
+                     diag=summary["diag"], split=summary["split"])
+        if "split_f" in summary:
+            entry["split_f"] = summary["split_f"]
         if ntk:
             entry["ntk"] = laplace.ntk_view(cfg, mp.theta, data.x_train, xs)
         out["q"][name] = entry

@@ -186,7 +186,7 @@ glue("crossover_text", (f"from δ = {crossover_ci:g} on, the whole 95% CI of ρ(
 # %%
 glue("k_top_val", k_top, display=False)
 # Where on the grid does the proxy covariance gain or lose variance?  (first seed)
-from gnuq_core.proxy import query_grid, sample_task
+from gnuq_core.proxy import sample_task
 
 x_tr, _ = sample_task(np.random.default_rng([seed, 0]), n_train)
 fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), sharey=True)

@@ -67,6 +67,8 @@ target_accept_cls = 0.8
 target_accept_reg = 0.95
 n_restarts = 3
 n_boot = 500
+use_results_store = False
+store_verify = 2
 
 # %%
 from gnuq_core.provenance import Provenance
@@ -92,7 +94,7 @@ from tqdm.auto import tqdm
 from gnuq_core import metrics
 from gnuq_core.claims import Measurement, judge, record
 from gnuq_core.mcmc import NutsSettings
-from gnuq_core.validation import PAPER_ESTIMATE, Setting, evaluate
+from gnuq_core.validation import PAPER_ESTIMATE, Setting, evaluate, setting_id, stored_references
 
 seeds = list(range(seed, seed + n_seeds))
 model = dict(width=width, depth=depth, activation=activation, prior=prior, alpha=alpha)
@@ -114,13 +116,17 @@ settings = {
 # (keeping the best), run NUTS with chains started from prior draws, and evaluate everything on two
 # query sets: `in` (fresh points from the data distribution) and `grid` (a wide grid reaching far
 # from the data). NUTS draws and MAP fits are cached on disk by their full configuration, so a
-# rebuild reads them back.
+# rebuild reads them back. With `use_results_store` (the full profile) the NUTS summaries come from
+# the repository's results store instead: stored ones are reused, missing ones sampled and added,
+# and a random few are sampled again from scratch and must agree with what is stored.
 
 # %%
 runs = {}
-for task, s in tqdm([(t, s) for t in settings for s in seeds], desc="settings"):
-    st = settings[task]
-    runs[task, s] = evaluate(Setting(st["problem"], st["data"], model, st["nuts"], seed=s, n_restarts=n_restarts))
+jobs = {(t, s): Setting(settings[t]["problem"], settings[t]["data"], model, settings[t]["nuts"], seed=s,
+                        n_restarts=n_restarts) for t in settings for s in seeds}
+refs = stored_references(list(jobs.values()), verify=store_verify) if use_results_store else {}
+for (task, s), setting in tqdm(jobs.items(), desc="settings"):
+    runs[task, s] = evaluate(setting, reference_summary=refs.get(setting_id(setting)))
 n_params_cls = runs["classification", seeds[0]]["n_params"]
 n_params_reg = runs["regression", seeds[0]]["n_params"]
 glue("n_params_cls", n_params_cls, display=False)

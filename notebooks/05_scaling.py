@@ -56,6 +56,8 @@ num_samples = 300
 num_chains = 2
 n_restarts = 3
 n_boot = 300
+use_results_store = False
+store_verify = 2
 
 # %%
 from gnuq_core.provenance import Provenance
@@ -83,7 +85,7 @@ from tqdm.auto import tqdm
 from gnuq_core import metrics
 from gnuq_core.claims import Measurement, judge, record
 from gnuq_core.mcmc import NutsSettings
-from gnuq_core.validation import PAPER_ESTIMATE, Setting, evaluate
+from gnuq_core.validation import PAPER_ESTIMATE, Setting, evaluate, setting_id, stored_references
 
 seeds = list(range(seed, seed + n_seeds))
 problem_setup = {
@@ -105,13 +107,16 @@ problem_setup = {
 
 # %%
 grid = list(itertools.product(problems, priors, depths, widths, seeds))
+jobs = {(prob, pr, dp, wd, s): Setting(prob, problem_setup[prob]["data"],
+                                       dict(width=wd, depth=dp, activation=activation, prior=pr, alpha=alpha),
+                                       problem_setup[prob]["nuts"], seed=s, n_restarts=n_restarts)
+        for prob, pr, dp, wd, s in grid}
+# The full profile reads the NUTS summaries from the results store (see the MCMC chapter).
+refs = stored_references(list(jobs.values()), verify=store_verify) if use_results_store else {}
 rows, results = [], {}
 boots = {"rho": [], "rho_logit": [], "rho_prior": []}
-for prob, pr, dp, wd, s in tqdm(grid, desc="models"):
-    st = problem_setup[prob]
-    model = dict(width=wd, depth=dp, activation=activation, prior=pr, alpha=alpha)
-    r = evaluate(Setting(prob, st["data"], model, st["nuts"], seed=s, n_restarts=n_restarts),
-                 laplace_estimates=False, ntk=True)
+for (prob, pr, dp, wd, s), setting in tqdm(jobs.items(), desc="models"):
+    r = evaluate(setting, laplace_estimates=False, ntk=True, reference_summary=refs.get(setting_id(setting)))
     results[prob, pr, dp, wd, s] = r
     task = r["cfg"].task
     ek, rk = PAPER_ESTIMATE[task]

@@ -55,6 +55,8 @@ min_per_class = 3  # fewest correct (and incorrect) answers for a model's AUROC 
 n_cost = 3  # answers timed per parameter-group variant
 n_layer_questions = 8  # answers per model and dataset split by layer; 0 means all
 embedding_judge = True  # second TruthfulQA judge with the MiniLM sentence encoder
+use_results_store = False  # per-question records in the repository's results/ (the full profile)
+store_verify = 2  # stored questions recomputed and compared per model and dataset
 torch_threads = 0  # 0 keeps the torch default; 1 is faster on a machine shared with other jobs
 
 # %%
@@ -110,7 +112,10 @@ NAMES = {"truthfulqa": "TruthfulQA", "triviaqa": "TriviaQA"}
 # self-check pass (Kadavath et al. 2022); `n_samples` temperature-1 samples for predictive
 # and semantic entropy (samples clustered by meaning with the MiniLM sentence encoder); and
 # one more forward–backward pass that splits the gradient norm by layer. Everything is
-# cached per question and configuration, so a rebuild only recomputes what changed.
+# cached per question and configuration, so a rebuild only recomputes what changed. The full
+# profile keeps these per-question records in the repository's results store (ids, generated
+# answers and numbers; never the question or reference texts, which are read from the data by
+# id), recomputes only missing questions, and re-runs a random few stored ones to check them.
 
 # %%
 all_items = {d: load_qa(d) for d in DATASETS}
@@ -144,9 +149,10 @@ for name in models:
     config = QAConfig(model=name, max_new_tokens=max_new_tokens, n_samples=n_samples, clusterer="embedding",
                       seed=seed)
     for d in DATASETS:
-        runs[name, d] = qa_study.run_dataset(lm, subsets[d], config, progress=False)
+        runs[name, d] = qa_study.run_dataset(lm, subsets[d], config, progress=False, store=use_results_store,
+                                             verify=store_verify)
         groups[name, d] = qa_study.run_group_norms(lm, runs[name, d][:n_layer_questions or None], config, d,
-                                                   progress=False)
+                                                   progress=False, store=use_results_store, verify=store_verify)
     costs[name] = qa_study.variant_costs(lm, runs[name, "triviaqa"], n=n_cost)
     costs[name]["mean_generate"] = float(np.mean([r["timings"]["generate"] for d in DATASETS for r in runs[name, d]]))
     costs[name]["mean_sampling"] = float(np.mean([r["timings"].get("sample", np.nan) + r["timings"].get("cluster", 0)

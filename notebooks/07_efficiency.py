@@ -62,7 +62,6 @@ threads = 1  # torch threads while timing (0: torch's default); 1 keeps CPU time
 import json
 import os
 import warnings
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -70,7 +69,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from gnuq_core import bench, claims, timing
+from gnuq_core import bench, claims
 from gnuq_core.paths import REPO_ROOT, generated_dir
 from gnuq_core.provenance import Provenance
 

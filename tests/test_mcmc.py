@@ -1,7 +1,6 @@
 """Tests for gnuq_core.mcmc: NUTS on a conjugate model, the cache key, the diagnostics."""
 
 import numpy as np
-import pytest
 
 from gnuq_core import mcmc
 from gnuq_core.bnn import MLPConfig

@@ -19,12 +19,15 @@ sys.path.insert(0, str(pathlib.Path(__file__).parent))  # tiny_models.py, whatev
 from tiny_models import byte_tokenizer, tiny_llama
 
 
+ITEMS: dict[str, QAItem] = {}  # the questions behind the records made by _record
+
+
 def _record(rid, dataset, answer, log_p, grad_sq, n_tokens, correct, incorrect=()):
     from gnuq_core.estimators import from_log_p_and_grad_sq
 
     u = from_log_p_and_grad_sq(log_p, grad_sq)
-    return {"id": rid, "dataset": dataset, "question": "q?", "answer": answer,
-            "correctness_inputs": {"correct_answers": list(correct), "incorrect_answers": list(incorrect)},
+    ITEMS[rid] = QAItem(rid, "q?", tuple(correct), tuple(incorrect), dataset)
+    return {"id": rid, "dataset": dataset, "answer": answer,
             "generation": {"answer_ids": list(range(n_tokens)), "stop_reason": "eos", "prompt_ids": [1]},
             "scores": {"log_p": log_p, "p": u.p, "log10_grad_log_p_sq": u.log10_grad_log_p_sq,
                        "log10_epistemic": u.log10_epistemic, "epistemic": u.epistemic, "aleatoric": u.aleatoric,
@@ -36,7 +39,7 @@ def _record(rid, dataset, answer, log_p, grad_sq, n_tokens, correct, incorrect=(
 def test_score_table_labels_and_decomposition():
     recs = [_record("a", "triviaqa", "It is Paris.", -1.0, 1e4, 4, ["Paris"]),
             _record("b", "triviaqa", "Lyon", -3.0, 1e6, 1, ["Paris"])]
-    t = qa_study.score_table(recs, group_norms={"a": {"embeddings": 6e3, "block 00": 3e3, "block 01": 1e3}})
+    t = qa_study.score_table(recs, ITEMS, group_norms={"a": {"embeddings": 6e3, "block 00": 3e3, "block 01": 1e3}})
     assert list(t["correct"]) == [True, False] and list(t["incorrect"]) == [0, 1]
     assert list(t["correct_em"]) == [False, False]
     a = t.iloc[0]
@@ -110,7 +113,39 @@ def test_run_dataset_and_group_norms_are_cached(tmp_path, monkeypatch):
     for r in recs:
         total = sum(g[r["id"]].values())
         assert math.log10(total) == pytest.approx(r["scores"]["log10_grad_log_p_sq"], abs=1e-6)
-    t = qa_study.score_table(recs, group_norms=g)
+    t = qa_study.score_table(recs, {it.id: it for it in items}, group_norms=g)
     assert t["epistemic_last_block"].notna().all()
     costs = qa_study.variant_costs(lm, recs, n=1)
     assert set(costs) == {"all", "no_embeddings", "last_block"} and all(v > 0 for v in costs.values())
+
+
+def test_score_table_needs_the_questions():
+    rec = _record("zz", "triviaqa", "Paris", -1.0, 1e4, 1, ["Paris"])
+    with pytest.raises(KeyError, match="no question in `items`.*'zz'"):
+        qa_study.score_table([rec], {})
+
+
+def test_store_records_carry_no_texts_and_are_verified(tmp_path, monkeypatch):
+    import json
+
+    from gnuq_core.models import LoadedModel
+    from gnuq_core.qa import QAConfig
+
+    monkeypatch.setenv("GNUQ_CACHE_DIR", str(tmp_path / "cache"))
+    lm = LoadedModel(tiny_llama(), byte_tokenizer(), "tiny", "memory", "chat")
+    items = [QAItem("tqa_1", "Capital of France?", ("Paris",), (), "triviaqa"),
+             QAItem("tqa_2", "Two plus two?", ("four", "4"), (), "triviaqa")]
+    cfg = QAConfig(model="tiny", max_new_tokens=3, n_samples=2, clusterer="exact")
+    store = tmp_path / "store"
+    recs = qa_study.run_dataset(lm, items, cfg, progress=False, store=True, store_root=store)
+    (path,) = store.glob("qa/*.jsonl")
+    text = path.read_text()
+    assert "Capital of France" not in text and "Paris" not in text and "correctness_inputs" not in text
+    # The next build reuses the stored records after recomputing both of them identically.
+    again = qa_study.run_dataset(lm, items, cfg, progress=False, store=True, store_root=store, verify=2)
+    assert [r["scores"] for r in again] == [r["scores"] for r in recs]
+    g = qa_study.run_group_norms(lm, recs, cfg, "triviaqa", progress=False, store=True, store_root=store)
+    assert set(g) == {"tqa_1", "tqa_2"}
+    t = qa_study.score_table(recs, {it.id: it for it in items}, group_norms=g)
+    assert t["question"].tolist() == ["Capital of France?", "Two plus two?"]
+    assert json.loads(text.splitlines()[0])["type"] == "header"

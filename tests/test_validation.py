@@ -40,3 +40,34 @@ def test_evaluate_structure_and_cache(fake_nuts, problem):
         assert -1 <= q["split"]["rho_half"] <= 1 and q["diag"]["divergences"] == 0
     evaluate(st)
     assert len(fake_nuts) == 1  # the second evaluation read the cache
+
+
+def _setting(seed=1):
+    return Setting("two_moons", dict(n_train=20, n_query_in=10, grid_size=5), dict(width=3),
+                   mcmc.NutsSettings(num_warmup=5, num_samples=20, num_chains=2), seed=seed, n_restarts=1)
+
+
+def test_stored_references_reuse_verify_and_catch_tampering(fake_nuts, tmp_path):
+    import json
+
+    from gnuq_core.results_store import ResultsDisagree
+    from gnuq_core.validation import setting_id, stored_references
+
+    store = tmp_path / "store"
+    settings = [_setting(1), _setting(2)]
+    refs = stored_references(settings, root=store, verify=2, progress=False)
+    assert len(fake_nuts) == 2 and set(refs) == {setting_id(s) for s in settings}
+    # Evaluating from the stored summary gives what evaluating directly gives.
+    direct, from_store = evaluate(settings[0]), evaluate(settings[0], reference_summary=refs[setting_id(settings[0])])
+    np.testing.assert_allclose(direct["q"]["grid"]["ref"]["var_p"], from_store["q"]["grid"]["ref"]["var_p"])
+    # A second build reuses both and samples two of them again from scratch (not from the cache).
+    stored_references(settings, root=store, verify=2, progress=False)
+    assert len(fake_nuts) == 4
+    # A stored number that the code no longer reproduces fails the build and names the item.
+    (path,) = store.glob("nuts_reference/*.jsonl")
+    lines = path.read_text().splitlines()
+    rec = json.loads(lines[1])
+    rec["q"]["in"]["ref"]["var_p"][0] *= 1.5
+    path.write_text("\n".join([lines[0], json.dumps(rec), *lines[2:]]) + "\n")
+    with pytest.raises(ResultsDisagree, match=rec["id"]):
+        stored_references(settings, root=store, verify=2, progress=False)
