@@ -76,3 +76,21 @@ def test_output_file_of_another_configuration(tmp_path: Path) -> None:
     with pytest.raises(ConfigMismatch, match=r"different configuration \(model: file has 'gemma3-270m', this run "
                                              r"'smollm2-135m-instruct'\): use a different --out file"):
         RecordFile(out, {"model": "smollm2-135m-instruct", "limit": 10})
+
+
+def test_stale_stored_result_names_the_file_item_and_fix(tmp_path: Path) -> None:
+    from gnuq_core.results_store import ResultsDisagree, run_stored
+
+    code = tmp_path / "code.py"
+    code.write_text("x = 1\n")
+    run_stored("demo", {"n": 1}, ["a"], lambda i: {"v": 1.0}, code_files=[code], root=tmp_path)
+    with pytest.raises(ResultsDisagree, match=r"demo/.*\.jsonl: item a recomputed differently \(.v: stored 1.0, "
+                                              r"recomputed 2.0\).*delete the file to recompute"):
+        run_stored("demo", {"n": 1}, ["a"], lambda i: {"v": 2.0}, code_files=[code], root=tmp_path)
+
+
+def test_records_graded_without_their_questions() -> None:
+    from gnuq_core.qa_study import score_table
+
+    with pytest.raises(KeyError, match=r"1 records have no question in `items` \(first: 'q1'\): load the dataset"):
+        score_table([{"id": "q1", "dataset": "triviaqa", "answer": "x"}], {})
