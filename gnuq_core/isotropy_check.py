@@ -77,9 +77,13 @@ def slq_case(width: int, seed: int = 0, n_train: int = 400, steps: int = 1000, w
     Returns
     -------
     dict
-        ``n_params``, ``hessian`` and ``ggn`` (:class:`~gnuq_core.spectra.SLQResult`),
-        ``exact``/``isotropic`` per query (``n_query`` grid points, evenly spaced),
-        ``rho``, ``median_rel_error``.
+        ``n_params``, ``hessian`` and ``ggn`` (:class:`~gnuq_core.spectra.SLQResult`);
+        per query (``n_query`` grid points, evenly spaced) ``exact`` (Woodbury, exact),
+        ``lanczos`` (``m_query``-step Lanczos quadrature from g) and ``isotropic``;
+        ``rho`` and ``median_rel_error`` of isotropic against exact; ``rho_lanczos``
+        (isotropic against Lanczos), ``rho_lanczos_vs_exact`` and ``lanczos_rel_error``
+        (the quadrature's own error); ``rank_share``, the median share of ‖g‖² that the
+        data explain away, ``1 − λ gᵀ(G+λI)⁻¹g / ‖g‖²``.
     """
     params, x, y = _train(width, seed, n_train, steps, weight_decay)
     xs, ys = jnp.asarray(x, jnp.float32), jnp.asarray(y, jnp.float32)
@@ -91,10 +95,18 @@ def slq_case(width: int, seed: int = 0, n_train: int = 400, steps: int = 1000, w
     idx = np.linspace(0, len(xq) - 1, n_query).round().astype(int)
     gq = classifier.flat_grads(params, xq[idx])
     lam = weight_decay
-    exact = np.array([spectra.lanczos_quadratic_form(gvp, gi, lambda t: 1 / (np.clip(t, 0, None) + lam), m_query)
-                      for gi in gq])
+    lanczos = np.array([spectra.lanczos_quadratic_form(gvp, gi, lambda t: 1 / (np.clip(t, 0, None) + lam), m_query)
+                        for gi in gq])
+    # The GGN of n examples has rank <= n, so the same quadratic form is also exact in n x n.
+    a = curvature.ggn_factor(classifier.jacobian_rows(params, x), classifier.predict_proba(params, x),
+                             scale=1.0 / n_train)
+    exact = spectra.woodbury_quadratic_form(a, gq, lam)
     iso = (gq ** 2).sum(1) / lam
     return {"width": width, "n_params": dim, "hessian": h, "ggn": g, "exact": exact, "isotropic": iso,
-            "rho": float(spearmanr(exact, iso).statistic),
+            "lanczos": lanczos, "rho": float(spearmanr(exact, iso).statistic),
             "median_rel_error": float(np.median(iso / exact - 1)),
+            "rho_lanczos": float(spearmanr(lanczos, iso).statistic),
+            "rho_lanczos_vs_exact": float(spearmanr(lanczos, exact).statistic),
+            "lanczos_rel_error": float(np.median(lanczos / exact - 1)),
+            "rank_share": float(np.median(1 - lam * exact / np.maximum((gq ** 2).sum(1), 1e-300))),
             "train_acc": float(np.mean((classifier.predict_proba(params, x) > 0.5) == y))}

@@ -28,7 +28,7 @@ MatVec = Callable[[np.ndarray], np.ndarray]
 
 __all__ = [
     "lanczos", "slq", "SLQResult", "lanczos_quadratic_form", "spectrum_summary",
-    "damped_vs_isotropic", "bootstrap_spearman", "jax_hessian", "jax_hvp", "jax_ggn_vp", "torch_hvp", "dense_matvec",
+    "damped_vs_isotropic", "woodbury_quadratic_form", "bootstrap_spearman", "jax_hessian", "jax_hvp", "jax_ggn_vp", "torch_hvp", "dense_matvec",
 ]
 
 
@@ -239,6 +239,34 @@ def damped_vs_isotropic(eigvals: np.ndarray, eigvecs: np.ndarray, grads: np.ndar
     rho = float(spearmanr(exact, iso).statistic)
     return {"exact": exact, "isotropic": iso, "rel_error": rel,
             "median_rel_error": float(np.median(rel)), "spearman": rho}
+
+
+def woodbury_quadratic_form(factor: np.ndarray, grads: np.ndarray, damping: float) -> np.ndarray:
+    """Exact ``gᵀ(AᵀA + λI)⁻¹g`` for a low-rank curvature ``AᵀA`` (``A``: n × P, n ≪ P).
+
+    By the Woodbury identity, ``(AᵀA + λI)⁻¹ = λ⁻¹ (I − Aᵀ(λI + AAᵀ)⁻¹A)``, so
+
+        gᵀ(AᵀA + λI)⁻¹g = λ⁻¹ (‖g‖² − (Ag)ᵀ (λI + AAᵀ)⁻¹ (Ag)),
+
+    which needs only the n × n matrix ``AAᵀ``: exact (to float64 rounding) where Lanczos
+    quadrature is an approximation. A GGN of n examples with one output has this form
+    (`gnuq_core.curvature.ggn_factor`).
+
+    Parameters
+    ----------
+    factor : ndarray, shape (n, P)
+    grads : ndarray, shape (n_queries, P)
+    damping : float
+        λ > 0.
+
+    Returns
+    -------
+    ndarray, shape (n_queries,)
+    """
+    a = np.asarray(factor, dtype=np.float64)
+    ag = a @ np.asarray(grads, dtype=np.float64).T  # (n, q)
+    inner = np.linalg.solve(a @ a.T + damping * np.eye(a.shape[0]), ag)
+    return ((grads ** 2).sum(axis=1) - (ag * inner).sum(axis=0)) / damping
 
 
 def bootstrap_spearman(a: np.ndarray, b: np.ndarray, n_boot: int = 1000, seed: int = 0,

@@ -14,3 +14,14 @@ def test_exact_case_tiny():
     # (G + λI)⁻¹ ≼ λ⁻¹ I: the isotropic value never undershoots
     assert np.all(r["isotropic"] >= r["exact"] * (1 - 1e-6))
     assert r["median_rel_error"][1] <= r["median_rel_error"][0]
+
+
+def test_slq_case_exact_form_matches_the_eigendecomposition_and_bounds_lanczos():
+    # Same tiny net as exact_case (same training), so the Woodbury values must equal the
+    # eigendecomposition ones; Lanczos (a Gauss rule) may only undershoot them.
+    kw = dict(n_train=40, steps=50, n_grid=4)
+    ex = isotropy_check.exact_case(2, dampings=[1e-3], **kw)
+    sl = isotropy_check.slq_case(2, n_probes=1, m=5, n_query=16, m_query=3, **kw)
+    np.testing.assert_allclose(sl["exact"], ex["exact"], rtol=1e-5)
+    assert np.all(sl["lanczos"] <= sl["exact"] * (1 + 1e-6))
+    assert 0.0 <= sl["rank_share"] <= 1.0

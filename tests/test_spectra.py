@@ -128,3 +128,12 @@ def test_torch_hvp_matches_autograd_hessian():
     hvp, dim = spectra.torch_hvp(loss_fn, params)
     v = np.random.default_rng(0).standard_normal(dim)
     np.testing.assert_allclose(hvp(v), hess @ v, rtol=1e-8, atol=1e-10)
+
+
+def test_woodbury_quadratic_form_equals_the_eigendecomposition():
+    rng = np.random.default_rng(3)
+    a, g = rng.standard_normal((5, 30)), rng.standard_normal((7, 30))
+    w, v = np.linalg.eigh(a.T @ a)
+    for lam in (1e-4, 0.1, 10.0):
+        np.testing.assert_allclose(spectra.woodbury_quadratic_form(a, g, lam),
+                                   spectra.damped_vs_isotropic(w, v, g, lam)["exact"], rtol=1e-6)
