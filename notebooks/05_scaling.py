@@ -41,6 +41,7 @@ n_seeds = 2
 problems = ["two_moons"]
 widths = [4, 16, 64]
 depths = [1]
+deep_widths = []  # widths run at depth >= 2 (empty: all of `widths`); deep wide nets are slow to sample
 priors = ["plain", "fan_in"]
 activation = "tanh"
 alpha = 1.0
@@ -99,14 +100,16 @@ problem_setup = {
 # %% [markdown]
 # ## Running the grid of models
 #
-# Every combination of problem, prior, depth, width and seed gets its own data set (per seed), MAP
+# Every combination of problem, prior, depth, width and seed (at depth 2 and more only the widths in
+# `deep_widths`, since NUTS on deep wide nets takes hours) gets its own data set (per seed), MAP
 # and NUTS reference (cached on disk; settings shared with the previous chapter are read back).
 # Only the isotropic estimate and the tangent-kernel quantities are computed: the exact Hessian is
 # out of reach for the larger networks, but the GGN-Laplace variance is cheap in its
 # function-space (Woodbury) form above.
 
 # %%
-grid = list(itertools.product(problems, priors, depths, widths, seeds))
+grid = [(prob, pr, dp, wd, s) for prob, pr, dp, wd, s in itertools.product(problems, priors, depths, widths, seeds)
+        if dp == 1 or not deep_widths or wd in deep_widths]
 jobs = {(prob, pr, dp, wd, s): Setting(prob, problem_setup[prob]["data"],
                                        dict(width=wd, depth=dp, activation=activation, prior=pr, alpha=alpha),
                                        problem_setup[prob]["nuts"], seed=s, n_restarts=n_restarts)
@@ -315,6 +318,7 @@ per_subset = {f"{r.problem}/{r.prior}/{r.queries}/{r.measure}": [r.slope, r.lo, 
               for r in trends.itertuples() if r.problem != "all"}
 e2 = record(Measurement("C2", float(pooled.slope), (float(pooled.lo), float(pooled.hi)),
                         settings=dict(profile=profile, seeds=seeds, problems=problems, widths=widths, depths=depths,
+                                      deep_widths=deep_widths or widths,
                                       priors=priors, nuts=dict(num_warmup=num_warmup, num_samples=num_samples,
                                                                num_chains=num_chains)),
                         details=dict(per_subset=per_subset, n_params=sorted(set(df.n_params.tolist()))),
