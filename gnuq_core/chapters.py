@@ -92,6 +92,15 @@ def declared_parameters(notebook: Path) -> dict[str, Any]:
     declared = papermill.inspect_notebook(str(notebook))
     if not declared:
         raise ChapterError(f"{notebook.name} has no cell tagged 'parameters'")
+    cell = next(c for c in json.loads(Path(notebook).read_text())["cells"]
+                if "parameters" in c.get("metadata", {}).get("tags", []))
+    source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+    assigned = [t.id for node in ast.parse(source).body if isinstance(node, ast.Assign)
+                for t in node.targets if isinstance(t, ast.Name)]
+    unparsed = [name for name in assigned if name not in declared]
+    if unparsed:  # papermill skips a line it cannot parse, and the parameter would be silently fixed
+        raise ChapterError(f"{notebook.name}: papermill cannot read the parameter line(s) of {', '.join(unparsed)}; "
+                           "keep each to `name = literal  # comment` and try a simpler comment (papermill gave up on it)")
     return {name: ast.literal_eval(info["default"]) for name, info in declared.items()}
 
 
@@ -145,12 +154,28 @@ def run_chapter(selector: str, profile: str = "quick", out_dir: Path | None = No
     claims.reset(source.stem)
     (out_dir / f"{source.stem}.provenance.json").unlink(missing_ok=True)
     started = time.time()
-    print(f"[{source.stem}] profile={profile} → {target.relative_to(REPO_ROOT) if target.is_relative_to(REPO_ROOT) else target}",
+    changed = "".join(f" {k}={v!r}" for k, v in (extra or {}).items())
+    print(f"[{source.stem}] profile={profile}{' with' + changed if changed else ''} → {target.relative_to(REPO_ROOT) if target.is_relative_to(REPO_ROOT) else target}",
           flush=True)
     papermill.execute_notebook(str(target), str(target), parameters=params, kernel_name="python3",
                                cwd=str(REPO_ROOT), progress_bar=False, log_output=False)
     print(f"[{source.stem}] done in {time.time() - started:.1f} s", flush=True)
     return target
+
+
+def parse_overrides(pairs: list[str]) -> dict[str, Any]:
+    """``["n=3", "models=['a']"]`` -> ``{"n": 3, "models": ["a"]}`` (values are Python literals;
+    a bare word is taken as a string)."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        name, sep, text = pair.partition("=")
+        if not sep or not name.strip():
+            raise ChapterError(f"--set {pair!r}: expected NAME=VALUE, e.g. --set n_truthfulqa=100")
+        try:
+            out[name.strip()] = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            out[name.strip()] = text
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -161,6 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("chapters", nargs="*", help="chapter numbers or stems (default: all)")
     run.add_argument("--profile", default="quick")
     run.add_argument("--out", type=Path, default=None, help="output folder (default book/_generated)")
+    run.add_argument("--set", dest="overrides", action="append", default=[], metavar="NAME=VALUE",
+                     help="override one parameter of the profile (a Python literal; repeatable), "
+                          "e.g. --set n_truthfulqa=100")
     sub.add_parser("list", help="list chapters and profiles")
     args = parser.parse_args(argv)
     try:
@@ -168,8 +196,9 @@ def main(argv: list[str] | None = None) -> int:
             print("chapters:", " ".join(p.stem for p in chapters()))
             print("profiles:", " ".join(profile_names()))
             return 0
+        extra = parse_overrides(args.overrides)
         for selector in args.chapters or [p.stem for p in chapters()]:
-            run_chapter(selector, args.profile, args.out)
+            run_chapter(selector, args.profile, args.out, extra=extra)
     except ChapterError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -125,11 +125,13 @@ def category_group(category: str) -> str:
 
 
 def select_items(items: Sequence[Any], n: int | None, seed: int) -> list[Any]:
-    """A fixed random subset of ``n`` items (all, in file order, when ``n`` is None or ≥ len)."""
-    if n is None or n >= len(items):
-        return list(items)
-    idx = np.sort(np.random.default_rng(seed).permutation(len(items))[:n])
-    return [items[i] for i in idx]
+    """The first ``n`` items (all when ``n`` is None) of a fixed random order of ``items``.
+
+    Every subset is a prefix of the full order, so the records of a run of all items that
+    was stopped early are exactly those of a smaller run with the same seed.
+    """
+    order = np.random.default_rng(seed).permutation(len(items))
+    return [items[i] for i in order[: len(items) if n is None else n]]
 
 
 def run_path(config: Any, dataset: str, kind: str = "qa") -> Path:

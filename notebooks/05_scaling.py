@@ -41,7 +41,7 @@ n_seeds = 2
 problems = ["two_moons"]
 widths = [4, 16, 64]
 depths = [1]
-deep_widths = []  # widths run at depth >= 2 (empty: all of `widths`); deep wide nets are slow to sample
+deep_widths = []  # widths also run at depths 2 and 3; empty means all widths
 priors = ["plain", "fan_in"]
 activation = "tanh"
 alpha = 1.0

@@ -94,3 +94,16 @@ def test_records_graded_without_their_questions() -> None:
 
     with pytest.raises(KeyError, match=r"1 records have no question in `items` \(first: 'q1'\): load the dataset"):
         score_table([{"id": "q1", "dataset": "triviaqa", "answer": "x"}], {})
+
+
+def test_parameter_line_papermill_cannot_read(tmp_path: Path) -> None:
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells.append(nbformat.v4.new_code_cell("n = 3\nwidths = []  # used at depth >= 2 (empty: all of `widths`); slow",
+                                              metadata={"tags": ["parameters"]}))
+    path = tmp_path / "nb.ipynb"
+    nbformat.write(nb, path)
+    with pytest.raises(ChapterError, match=r"papermill cannot read the parameter line\(s\) of widths"):
+        chapters.declared_parameters(path)

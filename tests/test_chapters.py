@@ -75,3 +75,12 @@ def test_profile_naming_a_missing_chapter_is_refused(tmp_path: Path, monkeypatch
 def test_cli_reports_errors_without_traceback(capsys: pytest.CaptureFixture[str]) -> None:
     assert chapters.main(["run", "01", "--profile", "nope"]) == 2
     assert "unknown profile 'nope'" in capsys.readouterr().err
+
+
+def test_parse_overrides_reads_literals_and_rejects_malformed_pairs():
+    from gnuq_core.chapters import ChapterError, parse_overrides
+
+    assert parse_overrides(["n_truthfulqa=100", "models=['a', 'b']", "judge=True", "name=smollm2"]) == {
+        "n_truthfulqa": 100, "models": ["a", "b"], "judge": True, "name": "smollm2"}
+    with pytest.raises(ChapterError, match="expected NAME=VALUE"):
+        parse_overrides(["n_truthfulqa"])

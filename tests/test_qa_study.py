@@ -82,11 +82,12 @@ def test_category_groups_cover_truthfulqa():
     assert len(cats) == len(set(cats)) == 38
 
 
-def test_select_items_is_fixed_and_sorted():
+def test_select_items_is_fixed_and_a_prefix_of_all():
     items = list(range(100))
     a = qa_study.select_items(items, 10, 0)
-    assert a == qa_study.select_items(items, 10, 0) and a == sorted(a) and len(a) == 10
-    assert qa_study.select_items(items, None, 0) == items
+    every = qa_study.select_items(items, None, 0)
+    assert a == qa_study.select_items(items, 10, 0) and len(a) == 10 and a != sorted(a)
+    assert sorted(every) == items and every[:10] == a and every[:37] == qa_study.select_items(items, 37, 0)
 
 
 def test_layer_groups_partition_the_tiny_llama():
