@@ -94,7 +94,7 @@ def stored_references(settings: Sequence[Setting], query_sets: tuple[str, ...] =
     Returns
     -------
     dict
-        :func:`setting_id` -> summary, to pass to :func:`evaluate` as ``reference``.
+        :func:`setting_id` -> summary, to pass to :func:`evaluate` as ``reference_summary``.
     """
     by_id = {setting_id(s, query_sets): s for s in settings}
     kw = {} if root is None else {"root": root}
