@@ -71,12 +71,23 @@ def _without(obj: Any, keys: Sequence[str]) -> Any:
     return obj
 
 
+def rounded(obj: Any, digits: int) -> Any:
+    """``obj`` with every float (at any depth) rounded to ``digits`` significant digits."""
+    if isinstance(obj, float):
+        return float(f"{obj:.{digits}g}") if math.isfinite(obj) else obj
+    if isinstance(obj, dict):
+        return {k: rounded(v, digits) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [rounded(v, digits) for v in obj]
+    return obj
+
+
 def run_stored(kind: str, config: dict[str, Any], ids: Sequence[str], compute: Callable[[str], dict[str, Any]], *,
                code_files: Iterable[str | Path], verify: int = 3, rtol: float = 1e-4, atol: float = 1e-8,
                seed: int = 0, root: Path = STORE,
                ignore: Sequence[str] = ("seconds", "timings"),
                recompute: Callable[[str], dict[str, Any]] | None = None,
-               progress: str | None = None) -> list[dict[str, Any]]:
+               progress: str | None = None, digits: int | None = 7) -> list[dict[str, Any]]:
     """Results for ``ids``: stored ones are reused (and a sample re-checked), missing ones computed.
 
     Parameters
@@ -98,6 +109,9 @@ def run_stored(kind: str, config: dict[str, Any], ids: Sequence[str], compute: C
         local cache (the check must redo the work, not read it back). Default ``compute``.
     progress : str, optional
         Show a progress bar with this label while missing items are computed.
+    digits : int or None
+        Floats are stored (and returned) with this many significant digits, which keeps
+        the files small and makes a build from stored items equal one that computed them.
 
     Returns
     -------
@@ -128,6 +142,8 @@ def run_stored(kind: str, config: dict[str, Any], ids: Sequence[str], compute: C
     for item in missing:
         if item not in existing:  # ids may repeat
             record = compute(item)
+            if digits is not None:
+                record = rounded(record, digits)
             out.append(item, record)
             existing[item] = {"type": "record", "id": item, **record}
     return [{k: v for k, v in existing[i].items() if k != "type"} for i in ids]

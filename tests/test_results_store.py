@@ -50,3 +50,21 @@ def test_changed_code_or_config_gets_a_new_file(tmp_path: Path, code: list[Path]
 def test_compare_recurses() -> None:
     assert compare({"a": [1.0, {"b": 2.0}]}, {"a": [1.0, {"b": 2.0}]}, 1e-6, 0) == []
     assert compare({"a": [1.0, {"b": 2.0}]}, {"a": [1.0, {"b": 2.1}]}, 1e-6, 0) == [".a[1].b: stored 2.0, recomputed 2.1"]
+
+
+def test_floats_are_stored_and_returned_rounded(tmp_path):
+    import json
+
+    from gnuq_core.results_store import run_stored
+
+    code = tmp_path / "code.py"
+    code.write_text("x = 1\n")
+    first = run_stored("r", {}, ["a"], lambda i: {"v": 1 / 3, "xs": [2 / 3, 7], "nan": float("nan")},
+                       code_files=[code], root=tmp_path, digits=4)
+    assert first[0]["v"] == 0.3333 and first[0]["xs"] == [0.6667, 7]
+    (path,) = tmp_path.glob("r/*.jsonl")
+    assert json.loads(path.read_text().splitlines()[1])["v"] == 0.3333
+    # A later build (reading the store, checking the item) returns the same numbers.
+    again = run_stored("r", {}, ["a"], lambda i: {"v": 1 / 3, "xs": [2 / 3, 7], "nan": float("nan")},
+                       code_files=[code], root=tmp_path, digits=4, rtol=1e-3)
+    assert again[0]["v"] == first[0]["v"] and again[0]["xs"] == first[0]["xs"]
