@@ -59,6 +59,8 @@ def compare(stored: Any, fresh: Any, rtol: float, atol: float, where: str = "") 
         if math.isclose(stored, fresh, rel_tol=rtol, abs_tol=atol) or (math.isnan(stored) and math.isnan(fresh)):
             return []
         return [f"{where}: stored {stored!r}, recomputed {fresh!r}"]
+    if stored is None and isinstance(fresh, float) and not math.isfinite(fresh):
+        return []  # stored files hold NaN/inf as null
     return [] if stored == fresh else [f"{where}: stored {stored!r}, recomputed {fresh!r}"]
 
 
@@ -72,9 +74,10 @@ def _without(obj: Any, keys: Sequence[str]) -> Any:
 
 
 def rounded(obj: Any, digits: int) -> Any:
-    """``obj`` with every float (at any depth) rounded to ``digits`` significant digits."""
+    """``obj`` with every float (at any depth) rounded to ``digits`` significant digits, and
+    NaN/inf as ``None`` (result files are strict JSON)."""
     if isinstance(obj, float):
-        return float(f"{obj:.{digits}g}") if math.isfinite(obj) else obj
+        return float(f"{obj:.{digits}g}") if math.isfinite(obj) else None
     if isinstance(obj, dict):
         return {k: rounded(v, digits) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):

@@ -106,6 +106,11 @@ def stored_references(settings: Sequence[Setting], query_sets: tuple[str, ...] =
     return {r["id"]: r for r in recs}
 
 
+def _nan_for_none(d: dict[str, Any]) -> dict[str, Any]:
+    """Stored summaries hold NaN as null; give the chapters NaN back."""
+    return {k: float("nan") if v is None else v for k, v in d.items()}
+
+
 def evaluate(setting: Setting, laplace_estimates: bool = True, ntk: bool = False,
              query_sets: tuple[str, ...] = ("in", "grid"), reference_summary: dict[str, Any] | None = None
              ) -> dict[str, Any]:
@@ -138,16 +143,16 @@ def evaluate(setting: Setting, laplace_estimates: bool = True, ntk: bool = False
     ref = reference_summary or reference(setting, query_sets)
     out: dict[str, Any] = dict(data=data, cfg=cfg, n_params=n_params(cfg), map=mp,
                                nuts=dict(wall_s=ref["timings"]["wall_s"], step_size=np.asarray(ref["nuts"]["step_size"]),
-                                         diagnostics=ref["nuts"]["diagnostics"]), q={})
+                                         diagnostics=_nan_for_none(ref["nuts"]["diagnostics"])), q={})
     for name in query_sets:
         xs = data.queries[name]
         summary = ref["q"][name]
         entry = dict(ref={k: np.asarray(v) for k, v in summary["ref"].items()},
                      est=laplace.estimates(cfg, mp.theta, data.x_train, data.y_train, xs,
                                            laplace=laplace_estimates),
-                     diag=summary["diag"], split=summary["split"])
+                     diag=_nan_for_none(summary["diag"]), split=_nan_for_none(summary["split"]))
         if "split_f" in summary:
-            entry["split_f"] = summary["split_f"]
+            entry["split_f"] = _nan_for_none(summary["split_f"])
         if ntk:
             entry["ntk"] = laplace.ntk_view(cfg, mp.theta, data.x_train, xs)
         out["q"][name] = entry

@@ -61,7 +61,7 @@ def test_floats_are_stored_and_returned_rounded(tmp_path):
     code.write_text("x = 1\n")
     first = run_stored("r", {}, ["a"], lambda i: {"v": 1 / 3, "xs": [2 / 3, 7], "nan": float("nan")},
                        code_files=[code], root=tmp_path, digits=4)
-    assert first[0]["v"] == 0.3333 and first[0]["xs"] == [0.6667, 7]
+    assert first[0]["v"] == 0.3333 and first[0]["xs"] == [0.6667, 7] and first[0]["nan"] is None
     (path,) = tmp_path.glob("r/*.jsonl")
     assert json.loads(path.read_text().splitlines()[1])["v"] == 0.3333
     # A later build (reading the store, checking the item) returns the same numbers.
