@@ -495,10 +495,12 @@ display(Markdown("**Where the isotropic estimate works and where it fails (compu
 #   and that is where the isotropic and Hessian-based estimates separate.
 # - C3 as the ledger measures it (probability space) can hold while the logit-space difference
 #   tells a different story; both are recorded.
-# - In regression there is no sigmoid factor. In distribution the predictive variance varies little
-#   between query points, so rankings there are fragile (look at the per-seed numbers behind the
-#   means); over the wide line, with the gap and the far regions, the variance spans orders of
-#   magnitude and rankings are easier.
+# - In regression there is no sigmoid factor, so its rows are the cleanest test of ‖∇f‖² itself.
+#   Compare them with the GGN rows: the GGN-Laplace estimate is *also* first order in θ (the same
+#   gradient g), but weights its directions by the data's curvature. Where GGN agrees with the
+#   reference and ‖∇f‖² does not, the first-order expansion is fine and it is the isotropic
+#   covariance that fails. In distribution the predictive variance varies little between query
+#   points, so rankings there are fragile (look at the per-seed numbers behind the means).
 # - NUTS on the regression posterior runs at the tree-depth limit (see the diagnostics): the draws
 #   are valid but explore slowly; the agreement of the predictive variance between halves of the
 #   draws is the check that they are good enough for this comparison.
