@@ -144,14 +144,31 @@ STORE_CODE = [Path(__file__).with_name(f) for f in
               ("qa.py", "scoring.py", "grad_norms.py", "prompts.py", "baselines.py", "clustering.py", "models.py")]
 
 
+def storable(record: Mapping[str, Any]) -> dict[str, Any]:
+    """``record`` without its prompt token ids, which spell out the question: what the results
+    store keeps (`with_prompt_ids` restores them from the question)."""
+    generation = {k: v for k, v in record["generation"].items() if k != "prompt_ids"}
+    return {**record, "generation": generation}
+
+
+def with_prompt_ids(loaded: Any, record: Mapping[str, Any], question: str) -> dict[str, Any]:
+    """``record`` with ``generation.prompt_ids`` re-encoded from ``question`` in its prompt style."""
+    from gnuq_core.prompts import encode_prompt, format_prompt
+
+    style = record["style"]
+    ids = encode_prompt(loaded.tokenizer, format_prompt(loaded.tokenizer, question, style), style)
+    return {**record, "generation": {**record["generation"], "prompt_ids": ids}}
+
+
 def run_dataset(loaded: Any, items: Sequence[Any], config: Any, *, progress: bool = True, store: bool = False,
                 verify: int = 2, store_root: Path | None = None) -> list[dict[str, Any]]:
     """Evaluate ``items`` (one dataset) with `gnuq_core.qa`; their records.
 
     By default the records live in the local cache (resumable JSONL). With ``store`` they
     live in the repository's results store (`gnuq_core.results_store`): ids, answers and
-    numbers only, never question or reference texts; stored records are reused, missing
-    ones computed and appended, and ``verify`` random stored ones recomputed and compared.
+    numbers only, never question or reference texts (nor the prompt's token ids, which are
+    re-encoded on reading); stored records are reused, missing ones computed and appended,
+    and ``verify`` random stored ones recomputed and compared.
     """
     from gnuq_core.qa import question_record, resolved_style, run_benchmark
     from gnuq_core.records import read_records
@@ -167,11 +184,12 @@ def run_dataset(loaded: Any, items: Sequence[Any], config: Any, *, progress: boo
         style = resolved_style(loaded, config)
         clusterer = get_clusterer(config.clusterer, config.threshold) if config.n_samples > 0 else None
         kw = {} if store_root is None else {"root": store_root}
-        return run_stored("qa", {**asdict(config), "dataset": dataset}, list(by_id),
-                          lambda i: question_record(loaded, by_id[i], config, style=style, clusterer=clusterer,
-                                                    texts=False),
+        recs = run_stored("qa", {**asdict(config), "dataset": dataset}, list(by_id),
+                          lambda i: storable(question_record(loaded, by_id[i], config, style=style,
+                                                             clusterer=clusterer, texts=False)),
                           code_files=STORE_CODE, verify=verify, rtol=1e-3, atol=1e-6,
                           progress=f"{config.model} {dataset}" if progress else None, **kw)
+        return [with_prompt_ids(loaded, r, by_id[r["id"]].question) for r in recs]
     path = run_path(config, dataset)
     run_benchmark(loaded, list(items), config, path, progress=progress)
     _, recs = read_records(path)
@@ -304,7 +322,6 @@ def score_table(records: Sequence[Mapping[str, Any]], items: Mapping[str, Any], 
 
     from gnuq_core import grading
 
-    rows = []
     missing = [r["id"] for r in records if r["id"] not in items]
     if missing:
         raise KeyError(f"{len(missing)} records have no question in `items` (first: {missing[0]!r}): load the "

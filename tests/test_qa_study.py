@@ -142,6 +142,9 @@ def test_store_records_carry_no_texts_and_are_verified(tmp_path, monkeypatch):
     (path,) = store.glob("qa/*.jsonl")
     text = path.read_text()
     assert "Capital of France" not in text and "Paris" not in text and "correctness_inputs" not in text
+    assert "prompt_ids" not in text  # token ids would spell out the question
+    direct = qa_study.run_dataset(lm, items, cfg, progress=False)  # the local-cache path
+    assert [r["generation"]["prompt_ids"] for r in recs] == [r["generation"]["prompt_ids"] for r in direct]
     # The next build reuses the stored records after recomputing both of them identically.
     again = qa_study.run_dataset(lm, items, cfg, progress=False, store=True, store_root=store, verify=2)
     assert [r["scores"] for r in again] == [r["scores"] for r in recs]
