@@ -15,6 +15,7 @@ of the code that computes them. A build
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import random
 from pathlib import Path
@@ -130,7 +131,7 @@ def run_stored(kind: str, config: dict[str, Any], ids: Sequence[str], compute: C
     for item in random.Random(seed).sample(wanted_stored, min(verify, len(wanted_stored))):
         fresh = (recompute or compute)(item)
         stored = _without(existing[item], ("type", "id", *ignore))
-        fresh = _without(fresh, ignore)
+        fresh = json.loads(json.dumps(_without(fresh, ignore), default=str))  # as it would be stored
         diffs = compare(stored, fresh, rtol, atol)
         if diffs:
             raise ResultsDisagree(f"{path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path}: "

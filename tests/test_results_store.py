@@ -68,3 +68,12 @@ def test_floats_are_stored_and_returned_rounded(tmp_path):
     again = run_stored("r", {}, ["a"], lambda i: {"v": 1 / 3, "xs": [2 / 3, 7], "nan": float("nan")},
                        code_files=[code], root=tmp_path, digits=4, rtol=1e-3)
     assert again[0]["v"] == first[0]["v"] and again[0]["xs"] == first[0]["xs"]
+
+
+def test_tuples_in_a_fresh_record_compare_equal_to_stored_lists(tmp_path):
+    from gnuq_core.results_store import run_stored
+
+    code = tmp_path / "code.py"
+    code.write_text("x = 1\n")
+    for _ in range(2):  # the second call verifies the stored item against a fresh one
+        run_stored("t", {}, ["a"], lambda i: {"pair": (1.5, 2)}, code_files=[code], root=tmp_path, verify=1)
