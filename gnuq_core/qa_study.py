@@ -183,12 +183,11 @@ def run_dataset(loaded: Any, items: Sequence[Any], config: Any, *, progress: boo
         by_id = {it.id: it for it in items}
         style = resolved_style(loaded, config)
         clusterer = get_clusterer(config.clusterer, config.threshold) if config.n_samples > 0 else None
-        kw = {} if store_root is None else {"root": store_root}
         recs = run_stored("qa", {**asdict(config), "dataset": dataset}, list(by_id),
                           lambda i: storable(question_record(loaded, by_id[i], config, style=style,
                                                              clusterer=clusterer, texts=False)),
                           code_files=STORE_CODE, verify=verify, rtol=1e-3, atol=1e-6,
-                          progress=f"{config.model} {dataset}" if progress else None, **kw)
+                          progress=f"{config.model} {dataset}" if progress else None, root=store_root)
         return [with_prompt_ids(loaded, r, by_id[r["id"]].question) for r in recs]
     path = run_path(config, dataset)
     run_benchmark(loaded, list(items), config, path, progress=progress)
@@ -246,9 +245,9 @@ def run_group_norms(loaded: Any, records: Sequence[Mapping[str, Any]], config: A
     if store:
         from gnuq_core.results_store import run_stored
 
-        kw = {} if store_root is None else {"root": store_root}
         recs = run_stored("qa_groups", config_dict, list(by_id), compute, code_files=STORE_CODE, verify=verify,
-                          rtol=1e-3, atol=1e-6, progress=f"{config.model} per-layer" if progress else None, **kw)
+                          rtol=1e-3, atol=1e-6, progress=f"{config.model} per-layer" if progress else None,
+                          root=store_root)
         return {r["id"]: r["group_sq"] for r in recs}
     path = run_path(config, dataset, kind="qa_groups")
     rf = RecordFile(path, config_dict)

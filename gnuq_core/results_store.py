@@ -88,7 +88,7 @@ def rounded(obj: Any, digits: int) -> Any:
 
 def run_stored(kind: str, config: dict[str, Any], ids: Sequence[str], compute: Callable[[str], dict[str, Any]], *,
                code_files: Iterable[str | Path], verify: int = 3, rtol: float = 1e-4, atol: float = 1e-8,
-               seed: int = 0, root: Path = STORE,
+               seed: int = 0, root: Path | None = None,
                ignore: Sequence[str] = ("seconds", "timings"),
                recompute: Callable[[str], dict[str, Any]] | None = None,
                progress: str | None = None, digits: int | None = 7) -> list[dict[str, Any]]:
@@ -122,7 +122,7 @@ def run_stored(kind: str, config: dict[str, Any], ids: Sequence[str], compute: C
     list of dict
         One record per id, in the order of ``ids``.
     """
-    path = store_path(kind, config, code_version(code_files), root)
+    path = store_path(kind, config, code_version(code_files), root or STORE)
     existing = {}
     if path.exists():
         _, records = read_records(path)

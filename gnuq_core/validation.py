@@ -97,12 +97,11 @@ def stored_references(settings: Sequence[Setting], query_sets: tuple[str, ...] =
         :func:`setting_id` -> summary, to pass to :func:`evaluate` as ``reference_summary``.
     """
     by_id = {setting_id(s, query_sets): s for s in settings}
-    kw = {} if root is None else {"root": root}
     recs = results_store.run_stored(
         "nuts_reference", {"version": 1}, list(by_id),
         lambda i: reference(by_id[i], query_sets), recompute=lambda i: reference(by_id[i], query_sets, fresh=True),
         code_files=STORE_CODE, verify=verify, rtol=1e-4, atol=1e-9, progress="NUTS references" if progress else None,
-        **kw)
+        root=root)
     return {r["id"]: r for r in recs}
 
 
