@@ -139,7 +139,7 @@ for (prob, pr, dp, wd, s), setting in tqdm(jobs.items(), desc="models"):
             rank=int(q["ntk"]["rank"][0]),
             split=q["split"]["rho_half"], divergences=r["nuts"]["diagnostics"]["divergences"],
             saturation=r["nuts"]["diagnostics"]["treedepth_saturation"],
-            rhat_pred=q["diag"]["rhat_pred_max"], map_grad=r["map"].grad_norm))
+            rhat_pred=q["diag"]["rhat_pred_max"], map_grad=r["map"].grad_norm, nuts_s=r["nuts"]["wall_s"]))
         boots["rho"].append(a.boot), boots["rho_logit"].append(a_f.boot), boots["rho_prior"].append(a_pr.boot)
 df = pd.DataFrame(rows)
 df["log10_params"] = np.log10(df["n_params"])
@@ -159,13 +159,19 @@ health = (df.groupby(["problem", "prior", "depth", "width"], sort=False)
                saturation=("saturation", "max"), rhat_pred_max=("rhat_pred", "max"),
                split_agreement_min=("split", "min"), map_grad_max=("map_grad", "max"))
           .reset_index())
+setting_keys = ["problem", "prior", "depth", "width"]
+nuts_minutes = (df.drop_duplicates(setting_keys + ["seed"]).groupby(setting_keys)["nuts_s"].sum() / 60)
+health = health.merge(nuts_minutes.rename("nuts_minutes").reset_index(), on=setting_keys)
 display(health.style.format(precision=3).format({"map_grad_max": "{:.1e}"}).hide(axis="index"))
 glue("sc_divergences", int(health["divergences"].sum()), display=False)
 glue("sc_min_split", float(health["split_agreement_min"].min()), display=False)
+glue("sc_nuts_hours", float(health["nuts_minutes"].sum() / 60), display=False)
 
 # %% [markdown]
 # In total {glue:text}`sc_divergences` divergent transitions; the lowest split agreement was
-# {glue:text}`sc_min_split:.3f`.
+# {glue:text}`sc_min_split:.3f`. Sampling the references took {glue:text}`sc_nuts_hours:.2f` hours
+# of wall time in all (`nuts_minutes`: summed over seeds, as recorded when each was sampled, on
+# whatever machine and load that was; a rebuild reads them back from the cache or the results store).
 #
 # ## ρ against the number of parameters
 
