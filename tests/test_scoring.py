@@ -212,15 +212,25 @@ def test_generate_stopping_rules():
     assert tok.convert_tokens_to_ids("<|im_end|>") in stop_token_ids(ScriptedLM([a]), tok)
 
 
+@pytest.mark.parametrize("name", ["llama_tied", "gemma"])
+@pytest.mark.parametrize("batch_size", [None, 2])
+def test_sampled_log_probs_are_the_models_own(models, name, batch_size):
+    """The prompt's KV cache, run once and copied to every row (and again for each batch),
+    must give each row exactly the log-probs of a teacher-forced pass over its answer."""
+    m, tok = models[name], byte_tokenizer()
+    samples = sample_answers(m, tok, PROMPT, 5, max_new_tokens=6, seed=1, batch_size=batch_size)
+    assert len(samples) == 5 and len({tuple(s.answer_ids) for s in samples}) > 1
+    for s in samples:
+        if s.answer_ids:
+            assert s.token_log_probs == pytest.approx(answer_log_probs(m, PROMPT, s.answer_ids), abs=1e-6)
+
+
 def test_sampling_is_seeded_batched_and_consistent(models):
     m, tok = models["llama_tied"], byte_tokenizer()
     s1 = sample_answers(m, tok, PROMPT, 5, max_new_tokens=4, seed=3)
     s2 = sample_answers(m, tok, PROMPT, 5, max_new_tokens=4, seed=3)
     assert [s.answer_ids for s in s1] == [s.answer_ids for s in s2]
     assert len(sample_answers(m, tok, PROMPT, 5, max_new_tokens=2, batch_size=2)) == 5
-    for s in s1:  # recorded log-probs are the model's own (teacher-forced) log-probs
-        if s.answer_ids:
-            assert s.token_log_probs == pytest.approx(answer_log_probs(m, PROMPT, s.answer_ids), abs=1e-8)
     # true temperature sampling: a near-uniform high temperature spreads over many tokens
     hot = sample_answers(m, tok, PROMPT, 40, max_new_tokens=1, temperature=50.0)
     assert len({tuple(s.answer_ids) for s in hot}) > 20
