@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gnuq_core.bnn import MLPConfig, forward, log_likelihood, n_params, prior_std, x64
+from gnuq_core.bnn import MLPConfig, forward, layer_shapes, log_likelihood, n_params, prior_std, x64
 
 __all__ = ["jacobian", "hessian_nll", "ggn", "estimates", "posterior_precisions", "EXACT_HESSIAN_MAX_PARAMS"]
 
@@ -164,8 +164,9 @@ def ntk_view(cfg: MLPConfig, theta: np.ndarray, x_train: np.ndarray, xs: np.ndar
     dict of numpy.ndarray
         ``iso_f`` (‖g‖²), ``ggn_f`` (the GGN-Laplace variance above, at θ* = ``theta``),
         ``span_frac`` (‖Π g‖² / ‖g‖², Π the orthogonal projector onto span{rows of J_X},
-        singular values below ``rel_tol``·max dropped) and ``rank`` (dim of that span,
-        broadcast to the queries' shape).
+        singular values below ``rel_tol``·max dropped), ``rank`` (dim of that span,
+        broadcast to the queries' shape) and ``out_share`` (the share of ‖g‖² in the output
+        layer's weights and bias, whose gradient is the last hidden activation and 1).
     """
     Jx = jacobian(cfg, theta, x_train)
     Jq = jacobian(cfg, theta, xs)
@@ -183,4 +184,6 @@ def ntk_view(cfg: MLPConfig, theta: np.ndarray, x_train: np.ndarray, xs: np.ndar
     V = Vt[sv > rel_tol * sv.max()]
     iso = np.sum(Jq**2, axis=1)
     span = np.sum((Jq @ V.T) ** 2, axis=1) / np.maximum(iso, 1e-300)
-    return {"iso_f": iso, "ggn_f": ggn_f, "span_frac": span, "rank": np.full(len(xs), len(V))}
+    fan_in, fan_out = layer_shapes(cfg)[-1]
+    out = np.sum(Jq[:, -(fan_in * fan_out + fan_out):] ** 2, axis=1) / np.maximum(iso, 1e-300)
+    return {"iso_f": iso, "ggn_f": ggn_f, "span_frac": span, "rank": np.full(len(xs), len(V)), "out_share": out}

@@ -136,7 +136,8 @@ for (prob, pr, dp, wd, s), setting in tqdm(jobs.items(), desc="models"):
             rho_iso_vs_ggn=metrics.spearman(q["ntk"]["iso_f"], q["ntk"]["ggn_f"]),
             rho_alea=metrics.spearman(q["est"]["aleatoric"], q["ref"]["var_p"]) if task == "classification" else np.nan,
             span_resid=float(np.median(np.clip(1 - q["ntk"]["span_frac"], 1e-12, None))),
-            rank=int(q["ntk"]["rank"][0]),
+            rank=int(q["ntk"]["rank"][0]), out_share=float(np.median(q["ntk"]["out_share"])),
+            rho_iso_dist=metrics.spearman(q["ntk"]["iso_f"], np.linalg.norm(r["data"].queries[qname], axis=1)),
             split=q["split"]["rho_half"], divergences=r["nuts"]["diagnostics"]["divergences"],
             saturation=r["nuts"]["diagnostics"]["treedepth_saturation"],
             rhat_pred=q["diag"]["rhat_pred_max"], map_grad=r["map"].grad_norm, nuts_s=r["nuts"]["wall_s"]))
@@ -301,12 +302,21 @@ for k, v in dict(rank_small=rank_small, rank_large=rank_large, span_small=span_s
 # of I in these coordinates, so "isotropic" is a choice of coordinates: the prior-weighted
 # $\sum_i \sigma_{0,i}^2 g_i^2$ is exactly the isotropic ‖g‖² in the "NTK parameterisation"
 # θ = σ₀ ⊙ u (isotropic in u). The `rho_prior` rows of the trend table and the table below (means over seeds) compare
-# the two. In a wide fan-in network the raw ‖g‖² is dominated by the output layer's gradient (the
-# hidden activations), whose norm grows away from the origin regardless of the data.
+# the two. In the widest depth-1 network (grid queries, median over points, mean over seeds and
+# problems) the output layer's weights and bias, whose gradient is the last hidden activation and 1,
+# carry {glue:text}`out_share_fan_in:.2f` of ‖g‖² under the fan-in prior and
+# {glue:text}`out_share_plain:.2f` under the plain prior; the rank correlation of ‖g‖² with the
+# distance of the query from the origin is {glue:text}`dist_fan_in:.2f` and {glue:text}`dist_plain:.2f`.
 
 # %%
+widest = df[(df.depth == 1) & (df.width == df.width.max()) & (df.queries == "grid")]
+for pr in ("plain", "fan_in"):  # NaN for a prior this run left out
+    sub = widest[widest.prior == pr]
+    glue(f"out_share_{pr}", float(sub.out_share.mean()) if len(sub) else float("nan"), display=False)
+    glue(f"dist_{pr}", float(sub.rho_iso_dist.mean()) if len(sub) else float("nan"), display=False)
 by_size = (df.groupby(["problem", "prior", "depth", "width", "queries"], sort=False)
-           [["n_params", "rho", "rho_prior", "rho_logit", "rho_ggn", "rho_alea", "split", "rank", "span_resid"]].mean().reset_index())
+           [["n_params", "rho", "rho_prior", "rho_logit", "rho_ggn", "rho_alea", "split", "rank", "span_resid",
+             "out_share"]].mean().reset_index())
 display(by_size.style.format(precision=3).format({"span_resid": "{:.1e}", "n_params": "{:.0f}", "rank": "{:.0f}"})
         .hide(axis="index"))
 

@@ -1,9 +1,10 @@
 """Tests for gnuq_core.laplace: exact on a linear-Gaussian model, consistent otherwise."""
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from gnuq_core.bnn import MLPConfig, fit_map, n_params
+from gnuq_core.bnn import MLPConfig, fit_map, n_params, unflatten
 from gnuq_core.laplace import estimates, ggn, hessian_nll, jacobian
 
 
@@ -83,3 +84,7 @@ def test_ntk_view_matches_parameter_space_ggn():
     v = ntk_view(cfg, theta, x, xs)
     np.testing.assert_allclose(v["ggn_f"], estimates(cfg, theta, x, y, xs)["ggn_f"], rtol=1e-6)
     assert np.all((v["span_frac"] > 0) & (v["span_frac"] <= 1 + 1e-9)) and v["rank"][0] <= 15
+    # one hidden layer: the output layer's gradient is (tanh(x W1 + b1), 1)
+    (w1, b1), _ = unflatten(cfg, jnp.asarray(theta))
+    h = np.tanh(xs @ np.asarray(w1) + np.asarray(b1))
+    np.testing.assert_allclose(v["out_share"], (np.sum(h**2, 1) + 1) / v["iso_f"], rtol=1e-8)
