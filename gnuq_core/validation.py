@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+import jax
 import numpy as np
 
 from gnuq_core import bnn, laplace, mcmc, results_store, synthetic
@@ -75,7 +76,20 @@ def _prepare(setting: Setting) -> tuple[Dataset, MLPConfig]:
 def reference(setting: Setting, query_sets: tuple[str, ...] = ("in", "grid"), fresh: bool = False) -> dict[str, Any]:
     """The NUTS reference of ``setting`` summarised (:func:`gnuq_core.mcmc.reference_summary`)."""
     data, cfg = _prepare(setting)
-    return mcmc.reference_summary(cfg, data, setting.nuts, setting.seed, query_sets, fresh=fresh)
+    summary = mcmc.reference_summary(cfg, data, setting.nuts, setting.seed, query_sets, fresh=fresh)
+    release_compiled()
+    return summary
+
+
+def release_compiled() -> None:
+    """Drop JAX's compiled functions once a setting is done.
+
+    Every setting compiles its own functions (the shapes differ), and each compiled
+    function keeps a few memory maps. Over chapter 05's full grid a process reached the
+    kernel's ``vm.max_map_count`` (65,530 by default) and XLA stopped with "LLVM
+    compilation error: Cannot allocate memory" while memory was free.
+    """
+    jax.clear_caches()
 
 
 STORE_CODE = [Path(mcmc.__file__), Path(bnn.__file__), Path(synthetic.__file__)]
@@ -155,4 +169,5 @@ def evaluate(setting: Setting, laplace_estimates: bool = True, ntk: bool = False
         if ntk:
             entry["ntk"] = laplace.ntk_view(cfg, mp.theta, data.x_train, xs)
         out["q"][name] = entry
+    release_compiled()
     return out

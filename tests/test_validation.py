@@ -71,3 +71,25 @@ def test_stored_references_reuse_verify_and_catch_tampering(fake_nuts, tmp_path)
     path.write_text("\n".join([lines[0], json.dumps(rec), *lines[2:]]) + "\n")
     with pytest.raises(ResultsDisagree, match=rec["id"]):
         stored_references(settings, root=store, verify=2, progress=False)
+
+
+def _memory_maps() -> int:
+    with open("/proc/self/maps") as f:
+        return sum(1 for _ in f)
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/maps"), reason="needs Linux /proc")
+def test_a_grid_of_settings_does_not_pile_up_compiled_code(fake_nuts):
+    """Each setting compiles its own JAX functions, and each compiled function holds memory
+    maps; without releasing them chapter 05's full grid reached vm.max_map_count (65,530)
+    and XLA stopped with 'LLVM compilation error: Cannot allocate memory'."""
+    def run(width):
+        evaluate(Setting("two_moons", dict(n_train=20, n_query_in=10, grid_size=5), dict(width=width),
+                         mcmc.NutsSettings(num_warmup=5, num_samples=20, num_chains=2), seed=1, n_restarts=1),
+                 ntk=True)
+
+    run(3)
+    before = _memory_maps()
+    for width in (4, 5, 6, 7):
+        run(width)
+    assert _memory_maps() - before < 40
