@@ -140,7 +140,8 @@ for (prob, pr, dp, wd, s), setting in tqdm(jobs.items(), desc="models"):
             rho_iso_dist=metrics.spearman(q["ntk"]["iso_f"], np.linalg.norm(r["data"].queries[qname], axis=1)),
             split=q["split"]["rho_half"], divergences=r["nuts"]["diagnostics"]["divergences"],
             saturation=r["nuts"]["diagnostics"]["treedepth_saturation"],
-            rhat_pred=q["diag"]["rhat_pred_max"], map_grad=r["map"].grad_norm, nuts_s=r["nuts"]["wall_s"]))
+            rhat_pred=q["diag"]["rhat_pred_max"], map_grad=r["map"].grad_norm, nuts_s=r["nuts"]["wall_s"],
+            map_max_abs=float(np.abs(r["map"].theta).max()), est_distinct=len(np.unique(q["est"][ek]))))
         boots["rho"].append(a.boot), boots["rho_logit"].append(a_f.boot), boots["rho_prior"].append(a_pr.boot)
 df = pd.DataFrame(rows)
 df["log10_params"] = np.log10(df["n_params"])
@@ -173,6 +174,31 @@ glue("sc_nuts_hours", float(health["nuts_minutes"].sum() / 60), display=False)
 # {glue:text}`sc_min_split:.3f`. Sampling the references took {glue:text}`sc_nuts_hours:.2f` hours
 # of wall time in all (`nuts_minutes`: summed over seeds, as recorded when each was sampled, on
 # whatever machine and load that was; a rebuild reads them back from the cache or the results store).
+#
+# ### Settings where ρ is undefined
+#
+# A rank correlation needs an estimate that varies between query points. If the MAP sits at the
+# critical point θ* = 0 of a network with two or more hidden layers (every layer's gradient is
+# multiplied by the next layer's zero weights), the model predicts the same p everywhere and
+# ‖∇θ p‖² is the same at every query: ρ is undefined. Such settings are listed here and left out of
+# everything below; their NUTS references are kept.
+
+# %%
+undefined = df[df[["rho", "rho_logit", "rho_prior"]].isna().any(axis=1)]
+undefined_settings = (undefined.groupby(["problem", "prior", "depth", "width", "seed"], sort=False)
+                      .agg(map_max_abs=("map_max_abs", "max"), map_grad=("map_grad", "max"),
+                           est_distinct=("est_distinct", "max"))
+                      .reset_index())
+if len(undefined_settings):
+    display(undefined_settings.style.format({"map_max_abs": "{:.1e}", "map_grad": "{:.1e}"}).hide(axis="index"))
+glue("n_undefined", len(undefined_settings), display=False)
+glue("n_defined", len(grid) - len(undefined_settings), display=False)
+df = df.drop(index=undefined.index)
+
+# %% [markdown]
+# In this run {glue:text}`n_undefined` settings have an undefined ρ (listed above with the largest
+# |θ*| of their MAP and the number of distinct values the estimate takes); the analysis below uses
+# the other {glue:text}`n_defined`.
 #
 # ## ρ against the number of parameters
 
@@ -337,7 +363,8 @@ e2 = record(Measurement("C2", float(pooled.slope), (float(pooled.lo), float(pool
                                       deep_widths=deep_widths or widths,
                                       priors=priors, nuts=dict(num_warmup=num_warmup, num_samples=num_samples,
                                                                num_chains=num_chains)),
-                        details=dict(per_subset=per_subset, n_params=sorted(set(df.n_params.tolist()))),
+                        details=dict(per_subset=per_subset, n_params=sorted(set(df.n_params.tolist())),
+                                     undefined_settings=undefined_settings.to_dict("records")),
                         note=(f"{n_rep_subsets} of {len(trends)} per-subset slopes are 'reproduced' (see the "
                               "trend table in chapter 05: logit space and the prior-weighted norm behave "
                               "differently from the paper's probability-space quantity)")))
