@@ -156,12 +156,12 @@ glue("p_max", int(df["n_params"].max()), display=False)
 # the reference they are measured against.
 
 # %%
-health = (df.groupby(["problem", "prior", "depth", "width"], sort=False)
+setting_keys = ["problem", "prior", "depth", "width"]
+health = (df.groupby(setting_keys, sort=False)
           .agg(n_params=("n_params", "first"), divergences=("divergences", "sum"),
                saturation=("saturation", "max"), rhat_pred_max=("rhat_pred", "max"),
                split_agreement_min=("split", "min"), map_grad_max=("map_grad", "max"))
           .reset_index())
-setting_keys = ["problem", "prior", "depth", "width"]
 nuts_minutes = (df.drop_duplicates(setting_keys + ["seed"]).groupby(setting_keys)["nuts_s"].sum() / 60)
 health = health.merge(nuts_minutes.rename("nuts_minutes").reset_index(), on=setting_keys)
 display(health.style.format(precision=3).format({"map_grad_max": "{:.1e}"}).hide(axis="index"))
@@ -185,7 +185,7 @@ glue("sc_nuts_hours", float(health["nuts_minutes"].sum() / 60), display=False)
 
 # %%
 undefined = df[df[["rho", "rho_logit", "rho_prior"]].isna().any(axis=1)]
-undefined_settings = (undefined.groupby(["problem", "prior", "depth", "width", "seed"], sort=False)
+undefined_settings = (undefined.groupby(setting_keys + ["seed"], sort=False)
                       .agg(map_max_abs=("map_max_abs", "max"), map_grad=("map_grad", "max"),
                            est_distinct=("est_distinct", "max"))
                       .reset_index())

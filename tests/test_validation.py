@@ -1,5 +1,7 @@
 """Tests for gnuq_core.validation (NUTS replaced by a fake sampler to stay fast)."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -42,8 +44,8 @@ def test_evaluate_structure_and_cache(fake_nuts, problem):
     assert len(fake_nuts) == 1  # the second evaluation read the cache
 
 
-def _setting(seed=1):
-    return Setting("two_moons", dict(n_train=20, n_query_in=10, grid_size=5), dict(width=3),
+def _setting(seed=1, width=3):
+    return Setting("two_moons", dict(n_train=20, n_query_in=10, grid_size=5), dict(width=width),
                    mcmc.NutsSettings(num_warmup=5, num_samples=20, num_chains=2), seed=seed, n_restarts=1)
 
 
@@ -78,18 +80,13 @@ def _memory_maps() -> int:
         return sum(1 for _ in f)
 
 
-@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/maps"), reason="needs Linux /proc")
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs Linux /proc")
 def test_a_grid_of_settings_does_not_pile_up_compiled_code(fake_nuts):
     """Each setting compiles its own JAX functions, and each compiled function holds memory
     maps; without releasing them chapter 05's full grid reached vm.max_map_count (65,530)
     and XLA stopped with 'LLVM compilation error: Cannot allocate memory'."""
-    def run(width):
-        evaluate(Setting("two_moons", dict(n_train=20, n_query_in=10, grid_size=5), dict(width=width),
-                         mcmc.NutsSettings(num_warmup=5, num_samples=20, num_chains=2), seed=1, n_restarts=1),
-                 ntk=True)
-
-    run(3)
+    evaluate(_setting(width=3), ntk=True)
     before = _memory_maps()
     for width in (4, 5, 6, 7):
-        run(width)
+        evaluate(_setting(width=width), ntk=True)
     assert _memory_maps() - before < 40
