@@ -64,10 +64,10 @@ chromium:
 	fi
 
 chapters: setup
-	$(PY) -m gnuq_core.chapters run --profile $(PROFILE)
+	$(PY) -m gnuq_core.repro.chapters run --profile $(PROFILE)
 
 chapter: setup
-	$(PY) -m gnuq_core.chapters run $(NB) --profile $(PROFILE)
+	$(PY) -m gnuq_core.repro.chapters run $(NB) --profile $(PROFILE)
 
 html: setup
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going

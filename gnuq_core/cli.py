@@ -40,7 +40,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 def _load(args: argparse.Namespace) -> Any:
     from transformers.utils import logging as hf_logging
 
-    from gnuq_core.models import load_model
+    from gnuq_core.lm.models import load_model
 
     hf_logging.disable_progress_bar()  # "Loading weights" bars would drown the table
     return load_model(args.model, device=args.device, dtype=args.dtype, device_map=args.device_map,
@@ -56,7 +56,7 @@ def _fmt(v: Any) -> str:
 
 
 def _cmd_models(_: argparse.Namespace) -> int:
-    from gnuq_core.models import ALIASES
+    from gnuq_core.lm.models import ALIASES
 
     for a in ALIASES.values():
         print(f"{a.name:24s} {a.description}")
@@ -65,8 +65,8 @@ def _cmd_models(_: argparse.Namespace) -> int:
 
 
 def _cmd_score(args: argparse.Namespace) -> int:
-    from gnuq_core import baselines as bl
-    from gnuq_core.scoring import score
+    from gnuq_core.lm import baselines as bl
+    from gnuq_core.lm.scoring import score
 
     lm = _load(args)
     style = lm.prompt_style if args.style == "auto" else args.style
@@ -89,7 +89,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
     if args.p_true:
         extra["p_true"] = bl.p_true(lm.model, lm.tokenizer, args.prompt, res.answer, style=style)["p_true"]
     if args.json:
-        from gnuq_core.qa import clean
+        from gnuq_core.qa.engine import clean
 
         print(json.dumps(clean({"model": args.model, "style": style, "prompt": args.prompt, **res.to_dict(),
                                 "baselines": extra}), indent=2))
@@ -105,15 +105,15 @@ def _cmd_score(args: argparse.Namespace) -> int:
 
 
 def _cmd_qa(args: argparse.Namespace) -> int:
-    from gnuq_core.data import load_qa
-    from gnuq_core.qa import QAConfig, run_benchmark
+    from gnuq_core.qa.data import load_qa
+    from gnuq_core.qa.engine import QAConfig, run_benchmark
 
     items = load_qa(args.dataset, data_dir=args.data_dir, limit=args.limit)
     config = QAConfig(model=args.model, dataset=args.dataset, dtype=args.dtype, style=args.style, max_new_tokens=args.max_new_tokens,
                       groups=args.groups, n_samples=args.samples, temperature=args.temperature,
                       clusterer=args.clusterer, threshold=args.threshold, p_true=not args.no_p_true, seed=args.seed)
     # Fail on a foreign output file before spending time on loading the model.
-    from gnuq_core.records import RecordFile
+    from gnuq_core.repro.records import RecordFile
 
     RecordFile(args.out, {**asdict(config)})
     lm = _load(args)
@@ -154,10 +154,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``gnuq`` console script."""
-    from gnuq_core.data import DataNotFound
-    from gnuq_core.models import ModelNotFound
-    from gnuq_core.prompts import PromptError
-    from gnuq_core.records import ConfigMismatch
+    from gnuq_core.qa.data import DataNotFound
+    from gnuq_core.lm.models import ModelNotFound
+    from gnuq_core.lm.prompts import PromptError
+    from gnuq_core.repro.records import ConfigMismatch
 
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     args = _parser().parse_args(argv)

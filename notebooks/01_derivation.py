@@ -38,11 +38,13 @@ import torch
 from myst_nb import glue
 from scipy.stats import spearmanr
 
-from gnuq_core import delta_method, linear_gaussian, tangent_kernel
+from gnuq_core.isotropy import delta_method
+from gnuq_core.isotropy import linear_gaussian
+from gnuq_core.isotropy import tangent_kernel
 from gnuq_core.estimators import jax_grad_sq_norm, torch_uncertainty
-from gnuq_core.mlp import init_mlp, mlp_apply, num_params
-from gnuq_core.provenance import Provenance
-from gnuq_core.train import fit_adam
+from gnuq_core.isotropy.mlp import init_mlp, mlp_apply, num_params
+from gnuq_core.repro.provenance import Provenance
+from gnuq_core.isotropy.train import fit_adam
 
 warnings.filterwarnings("ignore", message=".*os.fork.*")  # JAX + papermill kernel; harmless here
 jax.config.update("jax_enable_x64", True)  # this chapter checks identities to float64 precision

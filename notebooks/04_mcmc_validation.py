@@ -71,7 +71,7 @@ use_results_store = False
 store_verify = 2
 
 # %%
-from gnuq_core.provenance import Provenance
+from gnuq_core.repro.provenance import Provenance
 
 prov = Provenance.start()
 
@@ -91,10 +91,10 @@ from IPython.display import Markdown, display
 from myst_nb import glue
 from tqdm.auto import tqdm
 
-from gnuq_core import metrics
-from gnuq_core.claims import Measurement, judge, record
-from gnuq_core.mcmc import NutsSettings
-from gnuq_core.validation import PAPER_ESTIMATE, Setting, evaluate, setting_id, stored_references
+from gnuq_core import stats as metrics
+from gnuq_core.repro.claims import Measurement, judge, record
+from gnuq_core.bayes.mcmc import NutsSettings
+from gnuq_core.bayes.validation import PAPER_ESTIMATE, Setting, evaluate, setting_id, stored_references
 
 seeds = list(range(seed, seed + n_seeds))
 model = dict(width=width, depth=depth, activation=activation, prior=prior, alpha=alpha)

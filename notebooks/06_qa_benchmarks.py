@@ -44,7 +44,7 @@
 # %% tags=["parameters"]
 profile = "quick"  # injected by the chapter runner
 seed = 0  # question subsets, sampling and bootstrap all derive from it
-models = ["smollm2-135m-instruct", "gemma3-270m"]  # aliases of gnuq_core.models
+models = ["smollm2-135m-instruct", "gemma3-270m"]  # aliases of gnuq_core.lm.models
 n_truthfulqa = 20  # questions per model; 0 means all 817
 n_triviaqa = 30  # questions per model; 0 means all 2933
 n_samples = 3  # temperature samples per question for the entropy baselines
@@ -81,12 +81,16 @@ from IPython.display import Markdown, display
 from myst_nb import glue
 from scipy.stats import ConstantInputWarning, spearmanr
 
-from gnuq_core import claims, evaluation, grading, qa_study, transfer
-from gnuq_core.data import load_qa
-from gnuq_core.models import load_model
-from gnuq_core.provenance import Provenance
-from gnuq_core.qa import QAConfig
-from gnuq_core.truthfulqa_mc import load_mc, mc_scores
+from gnuq_core.repro import claims
+from gnuq_core.qa import auroc as evaluation
+from gnuq_core.qa import grading
+from gnuq_core.qa import study as qa_study
+from gnuq_core.qa import transfer
+from gnuq_core.qa.data import load_qa
+from gnuq_core.lm.models import load_model
+from gnuq_core.repro.provenance import Provenance
+from gnuq_core.qa.engine import QAConfig
+from gnuq_core.qa.multiple_choice import load_mc, mc_scores
 
 warnings.filterwarnings("ignore", category=ConstantInputWarning)  # ρ of a constant column is NaN, shown as such
 prov = Provenance.start()
@@ -159,7 +163,7 @@ for name in models:
                                                   for d in DATASETS for r in runs[name, d]]))
     costs[name]["mean_p_true"] = float(np.mean([r["timings"]["p_true"] for d in DATASETS for r in runs[name, d]]))
     mc_cfg = {"model": name, "questions": [m.question for m in mc_subset], "style": lm.prompt_style}
-    from gnuq_core.cache import cached
+    from gnuq_core.repro.cache import cached
 
     mc = cached("qa_mc", mc_cfg, lambda lm=lm: [mc_scores(lm.model, lm.tokenizer, m, style=lm.prompt_style)
                                                 for m in mc_subset])
@@ -187,7 +191,7 @@ for name in models:
 # %%
 embed = None
 if embedding_judge:
-    from gnuq_core.clustering import EmbeddingClusterer
+    from gnuq_core.lm.clustering import EmbeddingClusterer
 
     _enc = EmbeddingClusterer()
 

@@ -27,7 +27,7 @@
 #
 # - greedy **generation** of the answer (every method needs the answer);
 # - one no-grad **forward** over prompt + answer (the unit of the floor);
-# - the **gradient-norm** pass of `gnuq_core.scoring.forward_backward`, split into its
+# - the **gradient-norm** pass of `gnuq_core.lm.scoring.forward_backward`, split into its
 #   forward, backward and post-backward parts, and its cheaper variants (embeddings
 #   excluded, last block only, LM head only), and the textbook full-`.grad` version;
 # - **predictive entropy** ($N$ temperature samples), **semantic entropy** ($N$ samples and
@@ -69,9 +69,10 @@ import pandas as pd
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from gnuq_core import bench, claims
-from gnuq_core.paths import REPO_ROOT, generated_dir
-from gnuq_core.provenance import Provenance
+from gnuq_core.bench import run as bench
+from gnuq_core.repro import claims
+from gnuq_core.repro.paths import REPO_ROOT, generated_dir
+from gnuq_core.repro.provenance import Provenance
 
 warnings.filterwarnings("ignore")  # transformers/GGUF loading notices; none affects a number here
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")

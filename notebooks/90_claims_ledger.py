@@ -15,7 +15,7 @@
 #
 # Each claim of the paper, the chapter that tests it, our measured number with its 95%
 # interval, and a verdict. Verdicts are not written by hand: each claim has a rule in
-# code (`gnuq_core/claims.py`), applied to the number its chapter measured in this
+# code (`gnuq_core/repro/claims.py`), applied to the number its chapter measured in this
 # build. A claim whose chapter is not in the book yet is marked *not yet measured*; a
 # chapter that ran but did not report a claim it owns fails this page's build.
 
@@ -28,9 +28,9 @@ import pandas as pd
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from gnuq_core import claims
-from gnuq_core.provenance import Provenance, git_state
-from gnuq_core.toc import toc_chapters
+from gnuq_core.repro import claims
+from gnuq_core.repro.provenance import Provenance, git_state
+from gnuq_core.repro.toc import toc_chapters
 
 prov = Provenance.start()
 rows = claims.collect(chapters=toc_chapters())

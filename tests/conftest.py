@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from gnuq_core import netguard
-from gnuq_core.paths import REPO_ROOT
+from gnuq_core.repro import netguard
+from gnuq_core.repro.paths import REPO_ROOT
 
 # Tests never touch the network: model and data hubs are switched to offline mode.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -51,7 +51,7 @@ def smoke_book(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if os.environ.get("GNUQ_BOOK_HTML"):
         return Path(os.environ["GNUQ_BOOK_HTML"]).resolve()
     root = copy_book_sources(tmp_path_factory.mktemp("smoke_book"))
-    run = subprocess.run([sys.executable, "-m", "gnuq_core.chapters", "run", "--profile", "smoke",
+    run = subprocess.run([sys.executable, "-m", "gnuq_core.repro.chapters", "run", "--profile", "smoke",
                           "--out", str(root / "book" / "_generated")],
                          capture_output=True, text=True, timeout=1800, cwd=REPO_ROOT)
     assert run.returncode == 0, f"a chapter failed in the smoke profile:\n{run.stdout[-5000:]}\n{run.stderr[-5000:]}"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gnuq_core import chapters
-from gnuq_core.chapters import ChapterError
+from gnuq_core.repro import chapters
+from gnuq_core.repro.chapters import ChapterError
 
 
 def test_unknown_profile() -> None:
@@ -29,14 +29,14 @@ def test_wrong_parameter_type() -> None:
 
 
 def test_missing_data_directory(tmp_path: Path) -> None:
-    from gnuq_core.data import DataNotFound, load_qa
+    from gnuq_core.qa.data import DataNotFound, load_qa
 
     with pytest.raises(DataNotFound, match=r"does not exist: point data_dir / GNUQ_DATA_DIR at a folder"):
         load_qa("truthfulqa", data_dir=tmp_path / "nowhere")
 
 
 def test_corrupt_data_file_names_the_row(tmp_path: Path) -> None:
-    from gnuq_core.data import load_qa
+    from gnuq_core.qa.data import load_qa
 
     (tmp_path / "triviaqa").mkdir()
     (tmp_path / "triviaqa" / "validation.jsonl").write_text(
@@ -46,7 +46,7 @@ def test_corrupt_data_file_names_the_row(tmp_path: Path) -> None:
 
 
 def test_unknown_model_alias_lists_the_known_ones() -> None:
-    from gnuq_core.models import ModelNotFound, resolve_source
+    from gnuq_core.lm.models import ModelNotFound, resolve_source
 
     with pytest.raises(ModelNotFound, match=r"unknown model 'smollm3'.*smollm2-135m-instruct.*gemma3-270m.*\.gguf"):
         resolve_source("smollm3")
@@ -54,7 +54,7 @@ def test_unknown_model_alias_lists_the_known_ones() -> None:
 
 @pytest.mark.parametrize("prompt", ["", "   \n\t"])
 def test_empty_prompt(prompt: str) -> None:
-    from gnuq_core.prompts import PromptError, format_prompt
+    from gnuq_core.lm.prompts import PromptError, format_prompt
 
     with pytest.raises(PromptError, match="the prompt is empty or whitespace only: pass the question text"):
         format_prompt(None, prompt, "fewshot")
@@ -69,7 +69,7 @@ def test_missing_chromium_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_output_file_of_another_configuration(tmp_path: Path) -> None:
-    from gnuq_core.records import ConfigMismatch, RecordFile
+    from gnuq_core.repro.records import ConfigMismatch, RecordFile
 
     out = tmp_path / "run.jsonl"
     RecordFile(out, {"model": "gemma3-270m", "limit": 10}).append("q1", {"score": 1.0})
@@ -79,7 +79,7 @@ def test_output_file_of_another_configuration(tmp_path: Path) -> None:
 
 
 def test_stale_stored_result_names_the_file_item_and_fix(tmp_path: Path) -> None:
-    from gnuq_core.results_store import ResultsDisagree, run_stored
+    from gnuq_core.repro.results_store import ResultsDisagree, run_stored
 
     code = tmp_path / "code.py"
     code.write_text("x = 1\n")
@@ -90,7 +90,7 @@ def test_stale_stored_result_names_the_file_item_and_fix(tmp_path: Path) -> None
 
 
 def test_records_graded_without_their_questions() -> None:
-    from gnuq_core.qa_study import score_table
+    from gnuq_core.qa.study import score_table
 
     with pytest.raises(KeyError, match=r"1 records have no question in `items` \(first: 'q1'\): load the dataset"):
         score_table([{"id": "q1", "dataset": "triviaqa", "answer": "x"}], {})

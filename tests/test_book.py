@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gnuq_core.chapters import chapters
-from gnuq_core.toc import toc_chapters, toc_files
+from gnuq_core.repro.chapters import chapters
+from gnuq_core.repro.toc import toc_chapters, toc_files
 
 pytestmark = pytest.mark.book
 

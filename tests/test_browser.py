@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from gnuq_core.toc import toc_files
+from gnuq_core.repro.toc import toc_files
 
 pytestmark = pytest.mark.browser
 

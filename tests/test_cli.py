@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pathlib
-import sys
 
 import os
 
@@ -15,8 +13,7 @@ import pytest
 import torch
 
 from gnuq_core.cli import main
-sys.path.insert(0, str(pathlib.Path(__file__).parent))  # tiny_models.py, whatever the import mode
-from tiny_models import byte_tokenizer, tiny_gemma, tiny_llama  # noqa: E402
+from tests.tiny_models import byte_tokenizer, tiny_gemma, tiny_llama
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import tomllib
 
 import yaml
 
-from gnuq_core.paths import REPO_ROOT
+from gnuq_core.repro.paths import REPO_ROOT
 
 
 def test_environment_yml_matches_pyproject() -> None:

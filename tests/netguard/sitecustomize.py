@@ -3,6 +3,6 @@
 import os
 
 if os.environ.get("GNUQ_BLOCK_NETWORK") == "1":
-    from gnuq_core import netguard
+    from gnuq_core.repro import netguard
 
     netguard.install()

@@ -1,0 +1,189 @@
+"""Local uncertainty estimates at the MAP θ*: isotropic ‖g‖², Laplace (exact Hessian,
+GGN, diagonal) and the aleatoric p(1−p).
+
+With g_f = ∇θ f(x; θ*) (logit or regression mean) and a posterior covariance Σ, the
+delta method gives Var[f(x)] ≈ g_fᵀ Σ g_f. The estimates differ only in Σ:
+
+=============  ==========================================================
+``iso``        Σ = I (up to one scale σ²): ‖g‖², the paper's estimate
+``prior``      Σ = prior covariance: Σ_i prior_var_i g_i²
+``laplace``    Σ = (∇²NLL + prior precision)⁻¹ with the exact Hessian
+``ggn``        Σ = (Jᵀ Λ J + prior precision)⁻¹, Λ = p(1−p) or 1/σ²_noise
+``diag``       Σ = diag(∇²NLL + prior precision)⁻¹ (diagonal of the exact Hessian)
+=============  ==========================================================
+
+In classification, p = sigmoid f and ∇θ p = p(1−p) g_f, so every probability-space
+estimate is the logit-space one times the sigmoid factor (p(1−p))². :func:`estimates`
+returns both (keys ``<name>_f`` and ``<name>_p``), plus ``sigmoid_sq`` = (p(1−p))² alone
+and ``aleatoric`` = p(1−p), so that the share of the ranking carried by the sigmoid factor
+can be measured separately from that of ‖g_f‖².
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from gnuq_core.bayes.bnn import MLPConfig, forward, layer_shapes, log_likelihood, n_params, prior_std, x64
+
+__all__ = ["jacobian", "hessian_nll", "ggn", "estimates", "posterior_precisions", "EXACT_HESSIAN_MAX_PARAMS"]
+
+EXACT_HESSIAN_MAX_PARAMS = 5000  # above this the (P, P) matrices are not formed
+
+
+@functools.lru_cache(maxsize=128)
+def _jacobian_fn(cfg: MLPConfig) -> Any:
+    """Jitted per-example gradient of f, one per model (so repeated calls do not recompile)."""
+    return jax.jit(jax.vmap(jax.grad(lambda th, x: forward(cfg, th, x[None])[0]), in_axes=(None, 0)))
+
+
+@functools.lru_cache(maxsize=128)
+def _hessian_fn(cfg: MLPConfig) -> Any:
+    return jax.jit(jax.hessian(lambda t, x, y: -log_likelihood(cfg, t, x, y)))
+
+
+@x64
+def jacobian(cfg: MLPConfig, theta: np.ndarray, xs: np.ndarray, batch: int = 512) -> np.ndarray:
+    """J[i] = ∇θ f(xs[i]; θ), shape ``(n, P)`` (per-example gradients by vmap of grad)."""
+    t = jnp.asarray(theta, jnp.float64)
+    fn = _jacobian_fn(cfg)
+    return np.concatenate([np.asarray(fn(t, jnp.asarray(xs[i:i + batch], jnp.float64)))
+                           for i in range(0, len(xs), batch)])
+
+
+@x64
+def hessian_nll(cfg: MLPConfig, theta: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Exact Hessian of the negative log-likelihood at θ, ``(P, P)``."""
+    xj, yj = jnp.asarray(x, jnp.float64), jnp.asarray(y, jnp.float64)
+    h = _hessian_fn(cfg)(jnp.asarray(theta, jnp.float64), xj, yj)
+    h = np.asarray(h)
+    return 0.5 * (h + h.T)
+
+
+def ggn(cfg: MLPConfig, theta: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Generalised Gauss–Newton Jᵀ Λ J of the NLL (Λ = p(1−p) or 1/σ²), ``(P, P)``."""
+    J = jacobian(cfg, theta, x)
+    if cfg.task == "classification":
+        f = np.asarray(x64(lambda: forward(cfg, jnp.asarray(theta), jnp.asarray(x)))())
+        p = 1.0 / (1.0 + np.exp(-f))
+        lam = p * (1 - p)
+    else:
+        lam = np.full(len(x), 1.0 / cfg.noise_sigma**2)
+    return (J * lam[:, None]).T @ J
+
+
+def posterior_precisions(cfg: MLPConfig, theta: np.ndarray, x: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+    """Laplace posterior precisions at θ*: exact (``laplace``), ``ggn`` and ``diag``.
+
+    The exact Hessian at a numerical MAP can have small negative eigenvalues (a saddle
+    direction or an unconverged optimiser); they are reported in ``min_eig_laplace`` and
+    clipped to the prior precision's smallest value before inversion, so that the
+    covariance stays positive definite.
+    """
+    P = n_params(cfg)
+    if P > EXACT_HESSIAN_MAX_PARAMS:
+        raise ValueError(f"{P} parameters: exact Hessian too large (limit {EXACT_HESSIAN_MAX_PARAMS}); "
+                         "use a smaller network or only the isotropic estimate")
+    prec = 1.0 / prior_std(cfg) ** 2
+    H = hessian_nll(cfg, theta, x, y) + np.diag(prec)
+    w, V = np.linalg.eigh(H)
+    floor = prec.min() * 1e-3
+    Hc = (V * np.maximum(w, floor)) @ V.T
+    G = ggn(cfg, theta, x) + np.diag(prec)
+    return {"laplace": Hc, "ggn": G, "diag": np.diag(np.diag(Hc)), "min_eig_laplace": float(w.min()),
+            "n_negative_eig": int((w < 0).sum())}
+
+
+def _quad_inv(A: np.ndarray, J: np.ndarray) -> np.ndarray:
+    """diag(J A⁻¹ Jᵀ) via a Cholesky factor of the precision A."""
+    from scipy.linalg import cho_factor, cho_solve
+
+    c = cho_factor(A, lower=True)
+    return np.einsum("ij,ji->i", J, cho_solve(c, J.T))
+
+
+def estimates(cfg: MLPConfig, theta: np.ndarray, data_x: np.ndarray, data_y: np.ndarray, xs: np.ndarray,
+              laplace: bool = True) -> dict[str, np.ndarray]:
+    """Every local estimate at θ* for the queries ``xs``.
+
+    Parameters
+    ----------
+    cfg : MLPConfig
+        Model.
+    theta : numpy.ndarray
+        The MAP θ*.
+    data_x, data_y : numpy.ndarray
+        Training data (for the Hessians).
+    xs : numpy.ndarray
+        Queries.
+    laplace : bool
+        Also compute the Hessian-based estimates (needs ``n_params ≤ EXACT_HESSIAN_MAX_PARAMS``).
+
+    Returns
+    -------
+    dict of numpy.ndarray
+        ``f`` (the MAP output), ``iso_f``, ``prior_f`` and (with ``laplace``) ``laplace_f``,
+        ``ggn_f``, ``diag_f``;
+        for classification also each ``<name>_p`` = (p(1−p))² × ``<name>_f``, ``p``,
+        ``aleatoric`` = p(1−p) and ``sigmoid_sq`` = (p(1−p))². Arrays of shape ``(n,)``.
+    """
+    J = jacobian(cfg, theta, xs)
+    out = {"iso_f": np.sum(J**2, axis=1), "prior_f": J**2 @ prior_std(cfg) ** 2}
+    if laplace:
+        prec = posterior_precisions(cfg, theta, data_x, data_y)
+        for name in ("laplace", "ggn", "diag"):
+            out[f"{name}_f"] = _quad_inv(prec[name], J)
+    f = np.asarray(x64(lambda: forward(cfg, jnp.asarray(theta), jnp.asarray(xs)))())
+    out["f"] = f
+    if cfg.task == "classification":
+        p = 1.0 / (1.0 + np.exp(-f))
+        s2 = (p * (1 - p)) ** 2
+        for k in [k for k in out if k.endswith("_f")]:
+            out[k[:-2] + "_p"] = s2 * out[k]
+        out.update(p=p, aleatoric=p * (1 - p), sigmoid_sq=s2)
+    return out
+
+
+def ntk_view(cfg: MLPConfig, theta: np.ndarray, x_train: np.ndarray, xs: np.ndarray,
+             rel_tol: float = 1e-6) -> dict[str, np.ndarray]:
+    """The tangent-kernel view of ‖g‖², cheap for any number of parameters.
+
+    With J_X the training-point gradients (rows) and g = ∇θ f(x), the isotropic estimate
+    is the NTK diagonal Θ(x, x) = ‖g‖². The GGN-Laplace variance under the prior
+    covariance Σ₀ is, by Woodbury,
+    gᵀΣ₀g − gᵀΣ₀J_Xᵀ (J_X Σ₀ J_Xᵀ + Λ⁻¹)⁻¹ J_X Σ₀ g: a prior term minus what the training
+    data explain. How much of g lies in the span of the training gradients decides how
+    far the two can differ.
+
+    Returns
+    -------
+    dict of numpy.ndarray
+        ``iso_f`` (‖g‖²), ``ggn_f`` (the GGN-Laplace variance above, at θ* = ``theta``),
+        ``span_frac`` (‖Π g‖² / ‖g‖², Π the orthogonal projector onto span{rows of J_X},
+        singular values below ``rel_tol``·max dropped), ``rank`` (dim of that span,
+        broadcast to the queries' shape) and ``out_share`` (the share of ‖g‖² in the output
+        layer's weights and bias, whose gradient is the last hidden activation and 1).
+    """
+    Jx = jacobian(cfg, theta, x_train)
+    Jq = jacobian(cfg, theta, xs)
+    s0 = prior_std(cfg) ** 2
+    f = np.asarray(x64(lambda: forward(cfg, jnp.asarray(theta), jnp.asarray(x_train)))())
+    if cfg.task == "classification":
+        p = 1.0 / (1.0 + np.exp(-f))
+        lam_inv = 1.0 / np.maximum(p * (1 - p), 1e-300)
+    else:
+        lam_inv = np.full(len(x_train), cfg.noise_sigma**2)
+    K = (Jx * s0) @ Jx.T + np.diag(lam_inv)
+    cross = (Jq * s0) @ Jx.T
+    ggn_f = (Jq**2) @ s0 - np.einsum("ij,ji->i", cross, np.linalg.solve(K, cross.T))
+    _, sv, Vt = np.linalg.svd(Jx, full_matrices=False)
+    V = Vt[sv > rel_tol * sv.max()]
+    iso = np.sum(Jq**2, axis=1)
+    span = np.sum((Jq @ V.T) ** 2, axis=1) / np.maximum(iso, 1e-300)
+    fan_in, fan_out = layer_shapes(cfg)[-1]
+    out = np.sum(Jq[:, -(fan_in * fan_out + fan_out):] ** 2, axis=1) / np.maximum(iso, 1e-300)
+    return {"iso_f": iso, "ggn_f": ggn_f, "span_frac": span, "rank": np.full(len(xs), len(V)), "out_share": out}

@@ -1,0 +1,149 @@
+"""Gradient-norm uncertainty for one prediction, in PyTorch and in JAX.
+
+For a prediction p = p(y|x, theta) at the point estimate theta*:
+
+    epistemic = ||grad_theta p||^2          (delta method + isotropic Cov[theta] = s^2 I)
+    aleatoric = p (1 - p)                   (Bernoulli variance of the point prediction)
+    combined  = epistemic + aleatoric       (the paper sums the two variance terms,
+                                             as in the law of total variance)
+
+An LLM answer has p = prod_t p(y_t | y_<t, x), which underflows float32 for long
+answers (log p = -200 gives p = 0). Since grad p = p grad log p,
+
+    ||grad p||^2 = p^2 ||grad log p||^2
+    log10 ||grad p||^2 = 2 log p / ln 10 + log10 ||grad log p||^2
+
+so everything is computed from log p and ||grad log p||^2, and the log10 fields stay
+finite even when p or the epistemic term underflow to 0.0. aleatoric uses
+p (1 - p) = p * (-expm1(log p)), which keeps its precision near p = 1.
+
+PyTorch: `torch_uncertainty` runs one backward pass; a per-parameter
+post-accumulate-grad hook adds ||grad||^2 in float64 and frees `.grad` at once, so no
+parameter-sized gradient buffers are kept. JAX: `jax_uncertainty` vmaps
+`value_and_grad` over a batch of inputs under `jit`. `from_log_p_and_grad_sq` is the
+pure log-space arithmetic that both use.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import NamedTuple
+
+__all__ = [
+    "Uncertainty",
+    "JaxUncertainty",
+    "from_log_p_and_grad_sq",
+    "torch_uncertainty",
+    "jax_uncertainty",
+    "jax_grad_sq_norm",
+]
+
+LN10 = math.log(10.0)
+# log p in (0, LOG_P_TOL] is treated as rounding error of a p that is 1 and clamped to 0.
+LOG_P_TOL = 1e-6
+_FIX_HINT = (
+    "check the inputs for NaN/inf, and run the model in float32 or float64 rather than "
+    "float16/bfloat16 (overflow in half precision is the usual cause)"
+)
+
+GroupSpec = Sequence[str] | Callable[[str], bool]
+
+
+class Uncertainty(NamedTuple):
+    """Uncertainty of one prediction p = p(y|x, theta*).
+
+    Attributes
+    ----------
+    log_p : float
+        Natural log of the prediction p.
+    p : float
+        ``exp(log_p)``; may be 0.0 by underflow, the log fields stay exact.
+    log10_grad_log_p_sq : float
+        ``log10 ||grad_theta log p||^2`` (``-inf`` if the gradient is exactly zero).
+    log10_epistemic : float
+        ``log10 ||grad_theta p||^2 = 2 log10 p + log10 ||grad_theta log p||^2``.
+    epistemic : float
+        ``||grad_theta p||^2`` (may underflow to 0.0; use `log10_epistemic`).
+    aleatoric : float
+        ``p (1 - p)``.
+    combined : float
+        ``epistemic + aleatoric``: the paper sums the two variance terms (law of total
+        variance: Var[y] = E[Var[y|theta]] + Var[E[y|theta]]).
+    group_sq_norms : dict[str, float]
+        ``||grad_{theta_group} log p||^2`` per requested group; ``{}`` unless
+        ``per_group=True``.
+    """
+
+    log_p: float
+    p: float
+    log10_grad_log_p_sq: float
+    log10_epistemic: float
+    epistemic: float
+    aleatoric: float
+    combined: float
+    group_sq_norms: dict[str, float]
+
+
+# --------------------------------------------------------------------------- log space
+
+
+def from_log_p_and_grad_sq(
+    log_p: float,
+    grad_log_p_sq: float,
+    group_sq_norms: Mapping[str, float] | None = None,
+) -> Uncertainty:
+    """Build an `Uncertainty` from log p and ||grad log p||^2 (pure log-space arithmetic).
+
+    Parameters
+    ----------
+    log_p : float
+        Natural log of the prediction, ``<= 0`` (``-inf`` allowed: p = 0).
+    grad_log_p_sq : float
+        ``||grad_theta log p||^2 >= 0``; 0 gives ``log10_grad_log_p_sq = -inf``.
+    group_sq_norms : Mapping[str, float], optional
+        Per-group ``||grad log p||^2``, copied into the result.
+
+    Returns
+    -------
+    Uncertainty
+
+    Raises
+    ------
+    FloatingPointError
+        If `log_p` or `grad_log_p_sq` is NaN or `grad_log_p_sq` is infinite.
+    ValueError
+        If ``log_p > 0`` (p > 1) or ``grad_log_p_sq < 0``.
+    """
+    log_p = float(log_p)
+    g = float(grad_log_p_sq)
+    if math.isnan(log_p):
+        raise FloatingPointError(f"log p is NaN; {_FIX_HINT}")
+    if log_p > LOG_P_TOL:
+        raise ValueError(
+            f"log p = {log_p:.6g} > 0, i.e. p > 1: pass the natural log of a probability "
+            "(e.g. a sum of log_softmax values), not a logit or a log-density"
+        )
+    log_p = min(log_p, 0.0)
+    if math.isnan(g) or math.isinf(g):
+        raise FloatingPointError(f"||grad log p||^2 = {g}; {_FIX_HINT}")
+    if g < 0:
+        raise ValueError(f"||grad log p||^2 = {g:.6g} < 0: a squared norm cannot be negative")
+    log10_g = math.log10(g) if g > 0 else -math.inf
+    log10_epi = 2.0 * log_p / LN10 + log10_g
+    epistemic = 10.0**log10_epi if log10_epi > -math.inf else 0.0
+    p = math.exp(log_p)
+    aleatoric = p * -math.expm1(log_p)
+    return Uncertainty(
+        log_p=log_p,
+        p=p,
+        log10_grad_log_p_sq=log10_g,
+        log10_epistemic=log10_epi,
+        epistemic=epistemic,
+        aleatoric=aleatoric,
+        combined=epistemic + aleatoric,
+        group_sq_norms=dict(group_sq_norms or {}),
+    )
+
+
+# --------------------------------------------------------------------------- frameworks

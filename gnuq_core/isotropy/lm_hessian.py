@@ -1,0 +1,113 @@
+"""Hessian-vector products of a causal LM's next-token NLL w.r.t. one transformer block.
+
+The input to the chosen block is computed once (a forward pre-hook captures the
+arguments the model passes to it); each Hessian-vector product then re-runs only that
+block, the final norm and the LM head. The curvature is that of the mean next-token NLL
+of the given text at the pretrained weights, restricted to the block's parameters.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from gnuq_core.isotropy.spectra import MatVec, torch_hvp
+
+__all__ = ["tiny_random_llama", "load_smollm2", "text_token_ids", "block_hvp"]
+
+
+def tiny_random_llama(seed: int = 0, vocab: int = 128) -> Any:
+    """A 2-layer, 32-wide random Llama (tests and the smoke profile; no download)."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    cfg = LlamaConfig(vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512)
+    return LlamaForCausalLM(cfg).eval()
+
+
+def load_smollm2() -> tuple[Any, Any]:
+    """``(model, tokenizer)`` of SmolLM2-135M-Instruct in float32 (via ``gnuq_core.lm.models``)."""
+    from gnuq_core.lm.models import load_model
+
+    lm = load_model("smollm2-135m-instruct")
+    return lm.model, lm.tokenizer
+
+
+def text_token_ids(tokenizer: Any, texts: list[str], n_tokens: int) -> list[int]:
+    """The first ``n_tokens`` token ids of ``texts`` joined by blank lines."""
+    ids: list[int] = []
+    for t in texts:
+        ids.extend(tokenizer(t + "\n\n", add_special_tokens=False)["input_ids"])
+        if len(ids) >= n_tokens:
+            break
+    if len(ids) < n_tokens:
+        raise ValueError(f"the texts give only {len(ids)} tokens, {n_tokens} requested")
+    return ids[:n_tokens]
+
+
+def block_hvp(model: Any, input_ids: list[int], layer: int = -1) -> tuple[MatVec, int, Callable[[], float]]:
+    """Hessian-vector product of the mean next-token NLL w.r.t. block ``layer``'s parameters.
+
+    Parameters
+    ----------
+    model : transformers causal LM with ``model.model.layers``, ``model.model.norm`` and
+        ``model.lm_head`` (Llama-style).
+    input_ids : list of int
+        One sequence.
+    layer : int
+        Which block (``-1``: the last).
+
+    Returns
+    -------
+    matvec, dim, loss
+        Flat float64 HVP, number of block parameters, and a function returning the NLL.
+    """
+    import torch
+
+    # SDPA's fused CPU kernels have no double backward: switch to eager attention before
+    # the capture pass, so the causal mask is built for (and passed to) the eager kernel.
+    if hasattr(model, "set_attn_implementation"):
+        model.set_attn_implementation("eager")
+    else:  # pragma: no cover - older transformers
+        model.config._attn_implementation = "eager"
+    blocks = model.model.layers
+    block = blocks[layer]
+    captured: dict[str, Any] = {}
+
+    def hook(_module: Any, args: tuple, kwargs: dict) -> None:
+        captured["args"], captured["kwargs"] = args, kwargs
+
+    ids = torch.tensor([input_ids])
+    handle = block.register_forward_pre_hook(hook, with_kwargs=True)
+    try:
+        with torch.no_grad():
+            model(input_ids=ids, use_cache=False)
+    finally:
+        handle.remove()
+    args = tuple(a.detach() if torch.is_tensor(a) else a for a in captured["args"])
+    kwargs = {k: (v.detach() if torch.is_tensor(v) else v) for k, v in captured["kwargs"].items()}
+    kwargs.pop("past_key_values", None)
+    kwargs.pop("past_key_value", None)
+    for p in model.parameters():
+        p.requires_grad_(False)
+    params = [p for p in block.parameters()]
+    for p in params:
+        p.requires_grad_(True)
+    targets = ids[0, 1:]
+
+    def loss_fn() -> Any:
+        out = block(*args, **kwargs)
+        h = out[0] if isinstance(out, tuple) else out
+        logits = model.lm_head(model.model.norm(h))[0, :-1]
+        if logits.dtype not in (torch.float32, torch.float64):
+            logits = logits.float()
+        return torch.nn.functional.cross_entropy(logits, targets)
+
+    matvec, dim = torch_hvp(loss_fn, params)
+
+    def loss_value() -> float:
+        with torch.no_grad():
+            return float(loss_fn())
+
+    return matvec, dim, loss_value

@@ -1,0 +1,173 @@
+"""Baseline uncertainty scores for LLM answers, each with its definition and source.
+
+Cheap functions take what an expensive pass produced (per-token log-probs and entropies
+from `gnuq_core.lm.scoring.generate`, samples from `gnuq_core.lm.scoring.sample_answers`,
+cluster ids from `gnuq_core.lm.clustering`) so that cached generations can be re-scored
+without running the model. The one extra model pass a baseline needs, P(True), is the
+function `p_true`.
+
+Orientation: `UNCERTAINTY_SIGN` says whether a larger value means *more* uncertain (+1)
+or more confident (-1); multiply by it before computing an AUROC for "answer is wrong".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["UNCERTAINTY_SIGN", "max_sequence_probability", "mean_token_entropy", "perplexity",
+           "predictive_entropy", "length_normalized_predictive_entropy", "semantic_entropy",
+           "discrete_semantic_entropy", "p_true", "all_sample_baselines"]
+
+UNCERTAINTY_SIGN: dict[str, int] = {
+    "max_sequence_probability": -1,
+    "mean_token_entropy": +1,
+    "perplexity": +1,
+    "p_true": -1,
+    "predictive_entropy": +1,
+    "ln_predictive_entropy": +1,
+    "semantic_entropy": +1,
+    "discrete_semantic_entropy": +1,
+    # gradient-norm estimates (gnuq_core.lm.scoring)
+    "epistemic": +1, "aleatoric": +1, "combined": +1, "log10_epistemic": +1,
+}
+
+
+def _check(lps: Sequence[float]) -> np.ndarray:
+    a = np.asarray(lps, dtype=np.float64)
+    if a.size == 0:
+        raise ValueError("no answer tokens: these baselines need at least one token's log-probability")
+    return a
+
+
+def max_sequence_probability(token_log_probs: Sequence[float]) -> float:
+    """Probability of the (greedy) answer, prod_t p(y_t | y_<t, x).
+
+    Also called maximum sequence probability (MSP); a confidence, so higher = more
+    certain. See e.g. Fadeeva et al. (2023), *LM-Polygraph*, EMNLP demo.
+    """
+    return math.exp(math.fsum(_check(token_log_probs)))
+
+
+def mean_token_entropy(token_entropies: Sequence[float]) -> float:
+    """Mean over answer positions of the entropy of the next-token distribution (nats).
+
+    H_t = -sum_v p(v | y_<t, x) log p(v | y_<t, x), averaged over the generated tokens
+    (Malinin & Gales 2021, *Uncertainty Estimation in Autoregressive Structured
+    Prediction*, ICLR; used as "mean token entropy" in LM-Polygraph).
+    """
+    return float(np.mean(_check(token_entropies)))
+
+
+def perplexity(token_log_probs: Sequence[float]) -> float:
+    """exp(-mean_t log p(y_t | y_<t, x)) of the generated answer (Ren et al. 2023, ICLR,
+    *Out-of-Distribution Detection and Selective Generation for Conditional LMs*)."""
+    return math.exp(-float(np.mean(_check(token_log_probs))))
+
+
+def predictive_entropy(sample_log_probs: Sequence[float]) -> float:
+    """Monte-Carlo predictive entropy, -1/N sum_i log p(s_i | x), over N samples s_i ~ p.
+
+    Malinin & Gales (2021), *Uncertainty Estimation in Autoregressive Structured
+    Prediction*, ICLR; the sequence-level estimator used by Kuhn et al. (2023).
+    """
+    return -float(np.mean(_check(sample_log_probs)))
+
+
+def length_normalized_predictive_entropy(sample_log_probs: Sequence[float], lengths: Sequence[int]) -> float:
+    """-1/N sum_i (1/L_i) log p(s_i | x): predictive entropy with each sample's log-prob
+    divided by its length (Malinin & Gales 2021). Empty samples count with length 1."""
+    lp = _check(sample_log_probs)
+    ln = np.maximum(np.asarray(lengths, dtype=np.float64), 1.0)
+    if ln.shape != lp.shape:
+        raise ValueError(f"{lp.size} log-probs but {ln.size} lengths")
+    return -float(np.mean(lp / ln))
+
+
+def semantic_entropy(sample_log_probs: Sequence[float], cluster_ids: Sequence[int],
+                     lengths: Sequence[int] | None = None) -> float:
+    """Semantic entropy: entropy over meaning clusters of the sampled answers.
+
+    p(c | x) is proportional to sum_{i in c} p(s_i | x) (Kuhn, Gal & Farquhar 2023, ICLR,
+    *Semantic Uncertainty*; Farquhar et al. 2024, Nature), normalised over the observed
+    clusters, and SE = -sum_c p(c) log p(c). With ``lengths``, each sample's probability
+    is length-normalised first (exp(log p / L)), as in both papers' code. Computed with
+    logsumexp, so long answers do not underflow.
+    """
+    lp = _check(sample_log_probs)
+    if lengths is not None:
+        lp = lp / np.maximum(np.asarray(lengths, dtype=np.float64), 1.0)
+    cid = np.asarray(cluster_ids)
+    if cid.shape != lp.shape:
+        raise ValueError(f"{lp.size} log-probs but {cid.size} cluster ids")
+    log_pc = np.array([np.logaddexp.reduce(lp[cid == c]) for c in np.unique(cid)])
+    log_pc -= np.logaddexp.reduce(log_pc)
+    return float(-(np.exp(log_pc) * log_pc).sum())
+
+
+def discrete_semantic_entropy(cluster_ids: Sequence[int]) -> float:
+    """Discrete semantic entropy: p(c) = fraction of samples in cluster c (Farquhar et al.
+    2024, Nature, *Detecting hallucinations in large language models using semantic
+    entropy*), SE = -sum_c p(c) log p(c). Needs no token probabilities."""
+    cid = np.asarray(cluster_ids)
+    if cid.size == 0:
+        raise ValueError("no samples")
+    _, counts = np.unique(cid, return_counts=True)
+    f = counts / counts.sum()
+    return float(-(f * np.log(f)).sum())
+
+
+def all_sample_baselines(samples: Sequence[Any], cluster_ids: Sequence[int]) -> dict[str, float]:
+    """Predictive, length-normalised predictive, semantic and discrete semantic entropy of
+    `gnuq_core.lm.scoring.Sample` objects and their cluster ids."""
+    lps = [s.log_prob for s in samples]
+    lens = [len(s.answer_ids) for s in samples]
+    return {
+        "predictive_entropy": predictive_entropy(lps),
+        "ln_predictive_entropy": length_normalized_predictive_entropy(lps, lens),
+        "semantic_entropy": semantic_entropy(lps, cluster_ids, lens),
+        "discrete_semantic_entropy": discrete_semantic_entropy(cluster_ids),
+        "n_clusters": float(len(set(cluster_ids))),
+    }
+
+
+def p_true(model: Any, tokenizer: Any, question: str, answer: str, *, style: str = "chat") -> dict[str, float]:
+    """P(True) self-evaluation (Kadavath et al. 2022, *Language Models (Mostly) Know What
+    They Know*): one extra forward pass on a prompt that shows the question and the
+    proposed answer and asks "Is the proposed answer True or False?".
+
+    Returns ``{"p_true": p, "log_p_true": ..., "log_p_false": ..., "seconds": ...}`` with
+    p = p(True) / (p(True) + p(False)) over the first tokens of the two words as the model
+    would write them (``" True"`` after ``"Answer:"`` in few-shot style, ``"True"`` as the
+    start of the assistant turn in chat style). A confidence: higher = more certain.
+    """
+    import time
+
+    import torch
+
+    from gnuq_core.lm.prompts import encode_prompt, format_prompt, p_true_question
+
+    started = time.perf_counter()
+    q = p_true_question(question, answer)
+    if style == "chat":
+        text = format_prompt(tokenizer, q, "chat", brief=False)
+        words = ("True", "False")
+    else:
+        format_prompt(tokenizer, question, "fewshot")  # validates the question
+        text = f"{q}\nAnswer:"  # Kadavath et al.'s format, without the QA shots
+        words = (" True", " False")
+    ids = encode_prompt(tokenizer, text, style)
+    t_id, f_id = (tokenizer(w, add_special_tokens=False)["input_ids"][0] for w in words)
+    from gnuq_core.lm.scoring import check_length
+
+    check_length(model, len(ids), 1)
+    dev = next(model.parameters()).device
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor([ids], device=dev), use_cache=False, logits_to_keep=1).logits[0, -1]
+    lp = torch.log_softmax(logits.double(), -1)
+    lt, lf = float(lp[t_id]), float(lp[f_id])
+    p = 1.0 / (1.0 + math.exp(lf - lt))
+    return {"p_true": p, "log_p_true": lt, "log_p_false": lf, "seconds": time.perf_counter() - started}

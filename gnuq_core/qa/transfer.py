@@ -1,0 +1,176 @@
+"""Cross-model transfer of a raw uncertainty scale (claim C9).
+
+A decision rule "flag the answer as wrong when the score exceeds t" is fitted on one
+model's answers (the *source*) and applied unchanged to another model's (the *target*).
+Gradient norms have no common unit across models (different parameter counts, widths and
+output scales), so a threshold on the raw scale need not mean anything on another model,
+even when both models rank their own answers well.
+
+* `fit_threshold`: the t that maximises balanced accuracy on the source (Youden's J).
+* `fit_logistic`: a logistic calibration P(wrong | score) on the source; flag at 0.5.
+* `cross_validated_balanced_accuracy`: the within-model reference, with the rule fitted
+  on k−1 folds of the target itself and scored on the held-out fold (not in-sample, which
+  would flatter it on a few dozen questions).
+* `transfer`: both numbers for one source → target pair, with a bootstrap CI of the
+  transferred balanced accuracy (source and target questions resampled independently).
+
+AUROC is invariant to any increasing map of the scores, so a transferred *ranking* is
+exactly as good as the within-model one: transfer fails, or not, only through the scale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from gnuq_core.qa.auroc import auroc, balanced_accuracy
+
+__all__ = ["fit_threshold", "fit_logistic", "cross_validated_balanced_accuracy", "TransferResult", "transfer",
+           "mean_with_ci"]
+
+
+def _arrays(score: Sequence[float], incorrect: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    s = np.asarray(score, float)
+    y = np.asarray(incorrect, bool)
+    if s.shape != y.shape or s.ndim != 1:
+        raise ValueError(f"scores {s.shape} and labels {y.shape} must be 1-D of the same length")
+    if not np.isfinite(s).all():
+        raise ValueError("scores must be finite (use log10 of tiny gradient norms)")
+    return s, y
+
+
+def fit_threshold(score: Sequence[float], incorrect: Sequence[float]) -> float:
+    """Threshold t maximising balanced accuracy of ``score > t`` (flag = predicted wrong).
+
+    Candidates are midpoints between consecutive distinct scores plus both ends; ties in
+    balanced accuracy go to the median candidate among the best. With one class only the
+    median score is returned.
+    """
+    s, y = _arrays(score, incorrect)
+    u = np.unique(s)
+    cands = np.concatenate([[u[0] - 1.0], (u[:-1] + u[1:]) / 2, [u[-1] + 1.0]])
+    if y.all() or (~y).all():
+        return float(np.median(s))
+    flags = s[None, :] > cands[:, None]
+    tpr = (flags & y).sum(1) / y.sum()
+    tnr = (~flags & ~y).sum(1) / (~y).sum()
+    ba = 0.5 * (tpr + tnr)
+    best = np.flatnonzero(np.isclose(ba, ba.max()))
+    return float(cands[best[len(best) // 2]])
+
+
+def fit_logistic(score: Sequence[float], incorrect: Sequence[float]) -> tuple[float, float]:
+    """(slope, intercept) of a logistic regression P(wrong) = σ(a·score + b) (scikit-learn)."""
+    from sklearn.linear_model import LogisticRegression
+
+    s, y = _arrays(score, incorrect)
+    if y.all() or (~y).all():
+        return 0.0, float(np.log((y.mean() + 1e-9) / (1 - y.mean() + 1e-9)))
+    m = LogisticRegression(C=1e4).fit(s[:, None], y.astype(int))
+    return float(m.coef_[0, 0]), float(m.intercept_[0])
+
+
+def _logistic_flags(score: np.ndarray, slope: float, intercept: float) -> np.ndarray:
+    return slope * score + intercept > 0
+
+
+def cross_validated_balanced_accuracy(score: Sequence[float], incorrect: Sequence[float], *, k: int = 5,
+                                      seed: int = 0, method: str = "threshold") -> float:
+    """Within-model balanced accuracy with the rule fitted out of fold (stratified k-fold)."""
+    from sklearn.model_selection import StratifiedKFold
+
+    s, y = _arrays(score, incorrect)
+    k = int(min(k, y.sum(), (~y).sum()))
+    if k < 2:
+        return float("nan")
+    flags = np.zeros_like(y)
+    for tr, te in StratifiedKFold(n_splits=k, shuffle=True, random_state=seed).split(s[:, None], y):
+        if method == "threshold":
+            flags[te] = s[te] > fit_threshold(s[tr], y[tr])
+        else:
+            flags[te] = _logistic_flags(s[te], *fit_logistic(s[tr], y[tr]))
+    return balanced_accuracy(y, flags)
+
+
+@dataclass(frozen=True)
+class TransferResult:
+    """One source → target transfer.
+
+    Attributes
+    ----------
+    threshold_source, threshold_target : float
+        Balanced-accuracy-optimal thresholds fitted on each model's own answers.
+    transferred_ba, transferred_ci : float, tuple
+        Balanced accuracy on the target of the source's threshold, with its bootstrap CI.
+    transferred_logistic_ba : float
+        The same with the source's logistic calibration (flag at P(wrong) > 0.5).
+    within_ba : float
+        Target's cross-validated within-model balanced accuracy (threshold rule).
+    within_logistic_ba : float
+        The same with logistic calibration.
+    flagged_fraction : float
+        Fraction of the target's answers the transferred threshold flags.
+    auroc_target : float
+        Target AUROC (identical for transferred and within-model rules: ranks only).
+    boot : numpy.ndarray
+        Bootstrap replicates of the transferred balanced accuracy.
+    """
+
+    threshold_source: float
+    threshold_target: float
+    transferred_ba: float
+    transferred_ci: tuple[float, float]
+    transferred_logistic_ba: float
+    within_ba: float
+    within_logistic_ba: float
+    flagged_fraction: float
+    auroc_target: float
+    boot: np.ndarray
+
+
+def transfer(source_score: Sequence[float], source_incorrect: Sequence[float], target_score: Sequence[float],
+             target_incorrect: Sequence[float], *, n_boot: int = 500, seed: int = 0) -> TransferResult:
+    """Fit the rule on the source, apply it to the target; compare with within-target."""
+    ss, sy = _arrays(source_score, source_incorrect)
+    ts, ty = _arrays(target_score, target_incorrect)
+    t_src = fit_threshold(ss, sy)
+    flags = ts > t_src
+    ba = balanced_accuracy(ty, flags)
+    lg = fit_logistic(ss, sy)
+    ba_log = balanced_accuracy(ty, _logistic_flags(ts, *lg))
+    rng = np.random.default_rng(seed)
+    boot = []
+    for _ in range(n_boot):
+        i = rng.integers(0, ss.size, ss.size)
+        j = rng.integers(0, ts.size, ts.size)
+        if sy[i].all() or (~sy[i]).all() or ty[j].all() or (~ty[j]).all():
+            continue
+        boot.append(balanced_accuracy(ty[j], ts[j] > fit_threshold(ss[i], sy[i])))
+    boot_a = np.asarray(boot, float)
+    if boot_a.size and np.isfinite(ba):
+        lo, hi = np.quantile(boot_a, [0.025, 0.975])
+        ci = (float(min(lo, ba)), float(max(hi, ba)))
+    else:
+        ci = (float("nan"), float("nan"))
+    return TransferResult(
+        threshold_source=t_src, threshold_target=fit_threshold(ts, ty), transferred_ba=ba, transferred_ci=ci,
+        transferred_logistic_ba=ba_log,
+        within_ba=cross_validated_balanced_accuracy(ts, ty, seed=seed),
+        within_logistic_ba=cross_validated_balanced_accuracy(ts, ty, seed=seed, method="logistic"),
+        flagged_fraction=float(flags.mean()), auroc_target=auroc(ty, ts), boot=boot_a)
+
+
+def mean_with_ci(results: Sequence[TransferResult]) -> tuple[float, tuple[float, float]]:
+    """Mean transferred balanced accuracy over several transfers, with a CI from their
+    independent bootstrap replicates (replicate r of each, averaged)."""
+    vals = np.array([r.transferred_ba for r in results], float)
+    point = float(np.nanmean(vals))
+    boots = [r.boot for r in results if r.boot.size]
+    if not boots or len(boots) < len(results):
+        return point, (float("nan"), float("nan"))
+    m = min(b.size for b in boots)
+    avg = np.mean([b[:m] for b in boots], axis=0)
+    lo, hi = np.quantile(avg, [0.025, 0.975])
+    return point, (float(min(lo, point)), float(max(hi, point)))

@@ -1,0 +1,44 @@
+"""A content-addressed disk cache for heavy results (MCMC samples, LLM scores).
+
+Results are keyed by a hash of their full configuration, so changing any parameter
+recomputes, and an unchanged one is read back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+from gnuq_core.repro.paths import cache_dir
+
+T = TypeVar("T")
+
+
+def config_key(config: dict[str, Any]) -> str:
+    """Stable 16-hex-digit hash of a JSON-serialisable configuration."""
+    text = json.dumps(config, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def cached(kind: str, config: dict[str, Any], compute: Callable[[], T], *, root: Path | None = None) -> T:
+    """Return ``compute()``, stored under ``<root>/<kind>/<key>.pkl`` keyed by ``config``.
+
+    Writes go through a temporary file and an atomic rename, so a killed run leaves no
+    half-written entry. The configuration is stored beside the result for inspection.
+    """
+    folder = (root or cache_dir()) / kind
+    path = folder / f"{config_key(config)}.pkl"
+    if path.exists():
+        with path.open("rb") as f:
+            return pickle.load(f)["result"]
+    result = compute()
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    with tmp.open("wb") as f:
+        pickle.dump({"config": config, "result": result}, f)
+    os.replace(tmp, path)
+    return result

@@ -1,0 +1,209 @@
+"""Run chapter notebooks: Jupytext source → ipynb → papermill with a profile's parameters.
+
+Profiles (``notebooks/profiles/<name>.yml``) map a chapter's notebook stem to the
+parameters it should run with::
+
+    01_derivation:
+      n_mc: 2000
+
+Every parameter in a profile must be declared, with a value of the same type, in the
+chapter's ``parameters`` cell: papermill only warns about unknown ones, we refuse them.
+
+Command line::
+
+    python -m gnuq_core.repro.chapters run 01 --profile smoke [--out DIR]
+    python -m gnuq_core.repro.chapters list
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gnuq_core.repro.paths import REPO_ROOT
+
+NOTEBOOKS = REPO_ROOT / "notebooks"
+PROFILES = NOTEBOOKS / "profiles"
+KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
+
+
+class ChapterError(ValueError):
+    """A chapter, profile or parameter that cannot be used, with a message saying why."""
+
+
+def chapters() -> list[Path]:
+    """All chapter sources ``notebooks/NN_name.py``, in order."""
+    return sorted(p for p in NOTEBOOKS.glob("[0-9][0-9]_*.py"))
+
+
+def find_chapter(selector: str) -> Path:
+    """The chapter whose number or stem is ``selector`` (``"01"``, ``"01_derivation"``)."""
+    matches = [p for p in chapters() if p.stem == selector or p.stem.split("_")[0] == selector]
+    if len(matches) != 1:
+        known = ", ".join(p.stem for p in chapters())
+        raise ChapterError(f"no chapter {selector!r}; known chapters: {known}")
+    return matches[0]
+
+
+def profile_names() -> list[str]:
+    """Names of the available profiles."""
+    return sorted(p.stem for p in PROFILES.glob("*.yml"))
+
+
+def load_profile(name: str) -> dict[str, dict[str, Any]]:
+    """The parameters of profile ``name``, per chapter stem."""
+    path = PROFILES / f"{name}.yml"
+    if not path.exists():
+        raise ChapterError(f"unknown profile {name!r}; available profiles: {', '.join(profile_names())} "
+                           f"(files in {PROFILES.relative_to(REPO_ROOT)}/)")
+    data = yaml.safe_load(path.read_text()) or {}
+    stems = {p.stem for p in chapters()}
+    unknown = sorted(set(data) - stems)
+    if unknown:
+        raise ChapterError(f"profile {name!r} names chapters that do not exist: {', '.join(unknown)}; "
+                           f"known: {', '.join(sorted(stems))}")
+    return data
+
+
+def to_ipynb(source: Path, target: Path) -> Path:
+    """Convert a Jupytext percent-format ``source`` to an unpaired ipynb at ``target``."""
+    import jupytext
+
+    nb = jupytext.read(source)
+    nb.metadata["kernelspec"] = KERNELSPEC
+    nb.metadata.pop("jupytext", None)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    jupytext.write(nb, target, fmt="ipynb")
+    return target
+
+
+def declared_parameters(notebook: Path) -> dict[str, Any]:
+    """The ``parameters`` cell's names and default values of an ipynb."""
+    import papermill
+
+    declared = papermill.inspect_notebook(str(notebook))
+    if not declared:
+        raise ChapterError(f"{notebook.name} has no cell tagged 'parameters'")
+    cell = next(c for c in json.loads(Path(notebook).read_text())["cells"]
+                if "parameters" in c.get("metadata", {}).get("tags", []))
+    source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+    assigned = [t.id for node in ast.parse(source).body if isinstance(node, ast.Assign)
+                for t in node.targets if isinstance(t, ast.Name)]
+    unparsed = [name for name in assigned if name not in declared]
+    if unparsed:  # papermill skips a line it cannot parse, and the parameter would be silently fixed
+        raise ChapterError(f"{notebook.name}: papermill cannot read the parameter line(s) of {', '.join(unparsed)}; "
+                           "keep each to `name = literal  # comment` and try a simpler comment (papermill gave up on it)")
+    return {name: ast.literal_eval(info["default"]) for name, info in declared.items()}
+
+
+def _same_type(default: Any, value: Any) -> bool:
+    if isinstance(default, bool) or isinstance(value, bool):
+        return isinstance(default, bool) and isinstance(value, bool)
+    if isinstance(default, float):
+        return isinstance(value, (int, float))
+    return isinstance(value, type(default))
+
+
+def resolve_parameters(chapter: str, defaults: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """Defaults updated by ``overrides``; unknown names and wrong types are errors."""
+    unknown = sorted(set(overrides) - set(defaults))
+    if unknown:
+        raise ChapterError(f"{chapter}: unknown parameter(s) {', '.join(unknown)}; the parameters cell "
+                           f"declares: {', '.join(defaults)}. Fix the profile or declare them in the notebook.")
+    for name, value in overrides.items():
+        if not _same_type(defaults[name], value):
+            raise ChapterError(f"{chapter}: parameter {name}={value!r} is a {type(value).__name__}, but its "
+                               f"default {defaults[name]!r} is a {type(defaults[name]).__name__}")
+    return {**defaults, **overrides}
+
+
+def run_chapter(selector: str, profile: str = "quick", out_dir: Path | None = None,
+                extra: dict[str, Any] | None = None) -> Path:
+    """Execute one chapter with a profile's parameters; return the executed notebook.
+
+    ``extra`` overrides the profile (same checks). The executed notebook, and the side
+    files the chapter writes (claims, provenance), land in ``out_dir`` (default
+    ``book/_generated``).
+    """
+    import papermill
+
+    from gnuq_core.repro import claims
+
+    source = find_chapter(selector)
+    overrides = {**load_profile(profile).get(source.stem, {}), **(extra or {})}
+    if "profile" in overrides:
+        raise ChapterError(f"{source.stem}: 'profile' is set by the runner, not by a profile file")
+    out_dir = Path(out_dir or REPO_ROOT / "book" / "_generated").resolve()
+    target = to_ipynb(source, out_dir / f"{source.stem}.ipynb")
+    params = resolve_parameters(source.stem, declared_parameters(target), {**overrides, "profile": profile})
+    # The kernel inherits this environment. Figures must render inline (as PNG) whatever
+    # backend the caller uses (tests set Agg), or glued figures degrade to text. Progress
+    # bars are for people at a terminal: in the book they would be stderr output, so the
+    # runner reports progress per chapter instead.
+    os.environ.update(GNUQ_OUTPUT_DIR=str(out_dir), GNUQ_CHAPTER=source.stem,
+                      GNUQ_PARAMETERS=json.dumps(params),
+                      MPLBACKEND="module://matplotlib_inline.backend_inline", TQDM_DISABLE="1")
+    claims.reset(source.stem)
+    (out_dir / f"{source.stem}.provenance.json").unlink(missing_ok=True)
+    started = time.time()
+    changed = "".join(f" {k}={v!r}" for k, v in (extra or {}).items())
+    print(f"[{source.stem}] profile={profile}{' with' + changed if changed else ''} → {target.relative_to(REPO_ROOT) if target.is_relative_to(REPO_ROOT) else target}",
+          flush=True)
+    papermill.execute_notebook(str(target), str(target), parameters=params, kernel_name="python3",
+                               cwd=str(REPO_ROOT), progress_bar=False, log_output=False)
+    print(f"[{source.stem}] done in {time.time() - started:.1f} s", flush=True)
+    return target
+
+
+def parse_overrides(pairs: list[str]) -> dict[str, Any]:
+    """``["n=3", "models=['a']"]`` -> ``{"n": 3, "models": ["a"]}`` (values are Python literals;
+    a bare word is taken as a string)."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        name, sep, text = pair.partition("=")
+        if not sep or not name.strip():
+            raise ChapterError(f"--set {pair!r}: expected NAME=VALUE, e.g. --set n_truthfulqa=100")
+        try:
+            out[name.strip()] = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            out[name.strip()] = text
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point (see module docstring)."""
+    parser = argparse.ArgumentParser(prog="python -m gnuq_core.repro.chapters", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="execute chapters with a profile")
+    run.add_argument("chapters", nargs="*", help="chapter numbers or stems (default: all)")
+    run.add_argument("--profile", default="quick")
+    run.add_argument("--out", type=Path, default=None, help="output folder (default book/_generated)")
+    run.add_argument("--set", dest="overrides", action="append", default=[], metavar="NAME=VALUE",
+                     help="override one parameter of the profile (a Python literal; repeatable), "
+                          "e.g. --set n_truthfulqa=100")
+    sub.add_parser("list", help="list chapters and profiles")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "list":
+            print("chapters:", " ".join(p.stem for p in chapters()))
+            print("profiles:", " ".join(profile_names()))
+            return 0
+        extra = parse_overrides(args.overrides)
+        for selector in args.chapters or [p.stem for p in chapters()]:
+            run_chapter(selector, args.profile, args.out, extra=extra)
+    except ChapterError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

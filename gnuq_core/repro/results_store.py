@@ -1,0 +1,169 @@
+"""The results store: per-item results of long runs, kept in the repository and verified.
+
+The full profile takes hours on a CPU, so the published book cannot recompute everything
+on every build. Per-item results (one JSON line per question or per configuration,
+produced by this project's own code: ids and numbers, never question or reference texts)
+live in ``results/<kind>/<key>.jsonl``, keyed by the run's configuration *and* the source
+of the code that computes them. A build
+
+1. reads what is there,
+2. computes only what is missing (appending, so a killed run resumes), and
+3. recomputes a random sample of the stored items and fails if any number disagrees
+   beyond a stated tolerance (:class:`ResultsDisagree`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import math
+import random
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+from gnuq_core.repro.cache import config_key
+from gnuq_core.repro.paths import REPO_ROOT
+from gnuq_core.repro.records import RecordFile, read_records
+
+STORE = REPO_ROOT / "results"
+
+
+class ResultsDisagree(AssertionError):
+    """A recomputed item differs from its stored result beyond the tolerance."""
+
+
+def module_file(module: str) -> Path:
+    """The source file of ``module`` (a dotted name such as ``"gnuq_core.bayes.mcmc"``),
+    found without importing it (so listing torch-heavy modules costs nothing)."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        raise ModuleNotFoundError(f"no module named {module!r}: fix the code list of the results store")
+    return Path(spec.origin)
+
+
+def code_version(code: Iterable[str | Path]) -> str:
+    """Hash of the given code's sources: a stored result is only reused by the same code.
+
+    ``code`` lists dotted module names (``"gnuq_core.bayes.mcmc"``; what the library uses)
+    or paths of source files. Entries are hashed in sorted order of their names.
+    """
+    h = hashlib.sha256()
+    for entry in sorted(code, key=str):
+        path = Path(entry) if isinstance(entry, Path) or str(entry).endswith(".py") else module_file(str(entry))
+        h.update(path.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def store_path(kind: str, config: dict[str, Any], code: str, root: Path = STORE) -> Path:
+    """Where the results of ``config`` computed by code version ``code`` live."""
+    return root / kind / f"{config_key({**config, '_code': code})}.jsonl"
+
+
+def compare(stored: Any, fresh: Any, rtol: float, atol: float, where: str = "") -> list[str]:
+    """Paths of the numbers (recursively in dicts and lists) that differ beyond tolerance."""
+    if isinstance(stored, dict) and isinstance(fresh, dict):
+        out = [f"{where}.{k}: missing in one of them" for k in set(stored) ^ set(fresh)]
+        for k in set(stored) & set(fresh):
+            out += compare(stored[k], fresh[k], rtol, atol, f"{where}.{k}")
+        return out
+    if isinstance(stored, list) and isinstance(fresh, list):
+        if len(stored) != len(fresh):
+            return [f"{where}: lengths {len(stored)} vs {len(fresh)}"]
+        return [d for i, (a, b) in enumerate(zip(stored, fresh)) for d in compare(a, b, rtol, atol, f"{where}[{i}]")]
+    if isinstance(stored, (int, float)) and isinstance(fresh, (int, float)) and not isinstance(stored, bool):
+        if math.isclose(stored, fresh, rel_tol=rtol, abs_tol=atol) or (math.isnan(stored) and math.isnan(fresh)):
+            return []
+        return [f"{where}: stored {stored!r}, recomputed {fresh!r}"]
+    if stored is None and isinstance(fresh, float) and not math.isfinite(fresh):
+        return []  # stored files hold NaN/inf as null
+    return [] if stored == fresh else [f"{where}: stored {stored!r}, recomputed {fresh!r}"]
+
+
+def _without(obj: Any, keys: Sequence[str]) -> Any:
+    """``obj`` with every dict entry named in ``keys`` removed, at any depth."""
+    if isinstance(obj, dict):
+        return {k: _without(v, keys) for k, v in obj.items() if k not in keys}
+    if isinstance(obj, list):
+        return [_without(v, keys) for v in obj]
+    return obj
+
+
+def rounded(obj: Any, digits: int) -> Any:
+    """``obj`` with every float (at any depth) rounded to ``digits`` significant digits, and
+    NaN/inf as ``None`` (result files are strict JSON)."""
+    if isinstance(obj, float):
+        return float(f"{obj:.{digits}g}") if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: rounded(v, digits) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [rounded(v, digits) for v in obj]
+    return obj
+
+
+def run_stored(kind: str, config: dict[str, Any], ids: Sequence[str], compute: Callable[[str], dict[str, Any]], *,
+               code_files: Iterable[str | Path], verify: int = 3, rtol: float = 1e-4, atol: float = 1e-8,
+               seed: int = 0, root: Path | None = None,
+               ignore: Sequence[str] = ("seconds", "timings"),
+               recompute: Callable[[str], dict[str, Any]] | None = None,
+               progress: str | None = None, digits: int | None = 7) -> list[dict[str, Any]]:
+    """Results for ``ids``: stored ones are reused (and a sample re-checked), missing ones computed.
+
+    Parameters
+    ----------
+    kind, config : str, dict
+        The experiment and its full configuration (the store key).
+    ids : sequence of str
+        Items wanted, in order.
+    compute : callable
+        ``id -> record`` (JSON-serialisable, deterministic up to ``rtol``/``atol``).
+    code_files : iterable of str or Path
+        The code whose source defines the code version: dotted module names (every module
+        that computes a stored number) or source paths.
+    verify : int
+        How many stored items (chosen with ``seed``) to recompute and compare.
+    ignore : sequence of str
+        Fields not compared, at any depth (wall times).
+    recompute : callable, optional
+        ``id -> record`` used for the verification sample, when ``compute`` may read a
+        local cache (the check must redo the work, not read it back). Default ``compute``.
+    progress : str, optional
+        Show a progress bar with this label while missing items are computed.
+    digits : int or None
+        Floats are stored (and returned) with this many significant digits, which keeps
+        the files small and makes a build from stored items equal one that computed them.
+
+    Returns
+    -------
+    list of dict
+        One record per id, in the order of ``ids``.
+    """
+    path = store_path(kind, config, code_version(code_files), root or STORE)
+    existing = {}
+    if path.exists():
+        _, records = read_records(path)
+        existing = {r["id"]: r for r in records}
+    wanted_stored = [i for i in dict.fromkeys(ids) if i in existing]
+    for item in random.Random(seed).sample(wanted_stored, min(verify, len(wanted_stored))):
+        fresh = (recompute or compute)(item)
+        stored = _without(existing[item], ("type", "id", *ignore))
+        fresh = json.loads(json.dumps(_without(fresh, ignore), default=str))  # as it would be stored
+        diffs = compare(stored, fresh, rtol, atol)
+        if diffs:
+            raise ResultsDisagree(f"{path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path}: "
+                                  f"item {item} recomputed differently ({'; '.join(diffs[:5])}). The stored result "
+                                  "is stale or the computation is not deterministic: delete the file to recompute.")
+    out = RecordFile(path, {**config, "_code": code_version(code_files)})
+    missing = [i for i in ids if i not in existing]
+    if missing and progress:
+        from tqdm.auto import tqdm
+
+        missing = tqdm(missing, desc=progress, initial=len(ids) - len(missing), total=len(ids))
+    for item in missing:
+        if item not in existing:  # ids may repeat
+            record = compute(item)
+            if digits is not None:
+                record = rounded(record, digits)
+            out.append(item, record)
+            existing[item] = {"type": "record", "id": item, **record}
+    return [{k: v for k, v in existing[i].items() if k != "type"} for i in ids]

@@ -1,0 +1,90 @@
+"""Tests for gnuq_core.bayes.laplace: exact on a linear-Gaussian model, consistent otherwise."""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from gnuq_core.bayes.bnn import MLPConfig, fit_map, n_params, unflatten
+from gnuq_core.bayes.laplace import estimates, ggn, hessian_nll, jacobian
+
+
+def _linear_problem(seed=0, n=30, d=2):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, d))
+    y = x @ np.array([1.0, -2.0][:d]) + 0.5 + 0.3 * rng.standard_normal(n)
+    return x, y
+
+
+def test_laplace_is_exact_for_linear_gaussian():
+    x, y = _linear_problem()
+    cfg = MLPConfig(input_dim=2, depth=0, task="regression", prior="plain", alpha=2.0, noise_sigma=0.3)
+    theta = fit_map(cfg, x, y, n_restarts=1).theta
+    xs = np.random.default_rng(1).standard_normal((25, 2)) * 3
+    # closed form: features [x, 1], posterior precision A = ΦᵀΦ/σ² + α I
+    phi = np.c_[x, np.ones(len(x))]
+    A = phi.T @ phi / 0.3**2 + 2.0 * np.eye(3)
+    mean = np.linalg.solve(A, phi.T @ y / 0.3**2)
+    np.testing.assert_allclose(theta, mean, rtol=1e-6, atol=1e-8)
+    psi = np.c_[xs, np.ones(len(xs))]
+    want = np.einsum("ij,ij->i", psi, np.linalg.solve(A, psi.T).T)
+    est = estimates(cfg, theta, x, y, xs)
+    for key in ("laplace_f", "ggn_f"):
+        np.testing.assert_allclose(est[key], want, rtol=1e-8)
+    np.testing.assert_allclose(est["iso_f"], (psi**2).sum(1), rtol=1e-10)
+    np.testing.assert_allclose(est["prior_f"], (psi**2).sum(1) / 2.0, rtol=1e-10)
+
+
+def test_classification_estimates_consistent():
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((40, 2))
+    y = (x[:, 0] * x[:, 1] > 0).astype(float)
+    cfg = MLPConfig(input_dim=2, width=3, depth=1, prior="fan_in")
+    theta = fit_map(cfg, x, y, n_restarts=1).theta
+    xs = rng.standard_normal((10, 2))
+    est = estimates(cfg, theta, x, y, xs)
+    J = jacobian(cfg, theta, xs)
+    assert J.shape == (10, n_params(cfg))
+    # probability space = sigmoid factor × logit space; aleatoric = p(1-p)
+    np.testing.assert_allclose(est["iso_p"], est["sigmoid_sq"] * est["iso_f"])
+    np.testing.assert_allclose(est["aleatoric"], est["p"] * (1 - est["p"]))
+    for k in ("laplace_f", "ggn_f", "diag_f"):
+        assert np.all(est[k] > 0)
+    # GGN is PSD and the NLL Hessian is symmetric
+    assert np.linalg.eigvalsh(ggn(cfg, theta, x)).min() > -1e-9
+    H = hessian_nll(cfg, theta, x, y)
+    np.testing.assert_allclose(H, H.T)
+
+
+def test_jacobian_matches_shared_estimator():
+    """Our per-example ‖∇f‖² agrees with gnuq_core.estimators.jax_grad_sq_norm when present."""
+    est_mod = pytest.importorskip("gnuq_core.estimators")
+    import jax
+    import jax.numpy as jnp
+
+    from gnuq_core.bayes.bnn import forward
+
+    cfg = MLPConfig(input_dim=2, width=4, depth=2)
+    rng = np.random.default_rng(3)
+    theta, xs = rng.standard_normal(n_params(cfg)), rng.standard_normal((6, 2))
+    with jax.enable_x64(True):
+        other = np.asarray(est_mod.jax_grad_sq_norm(lambda t, x: forward(cfg, t, x[None])[0],
+                                                    jnp.asarray(theta), jnp.asarray(xs)))
+    np.testing.assert_allclose((jacobian(cfg, theta, xs) ** 2).sum(1), other, rtol=1e-8)
+
+
+def test_ntk_view_matches_parameter_space_ggn():
+    from gnuq_core.bayes.laplace import ntk_view
+
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((15, 2))
+    y = (x[:, 0] > 0).astype(float)
+    cfg = MLPConfig(input_dim=2, width=6, depth=1, prior="fan_in")
+    theta = fit_map(cfg, x, y, n_restarts=1).theta
+    xs = rng.standard_normal((8, 2))
+    v = ntk_view(cfg, theta, x, xs)
+    np.testing.assert_allclose(v["ggn_f"], estimates(cfg, theta, x, y, xs)["ggn_f"], rtol=1e-6)
+    assert np.all((v["span_frac"] > 0) & (v["span_frac"] <= 1 + 1e-9)) and v["rank"][0] <= 15
+    # one hidden layer: the output layer's gradient is (tanh(x W1 + b1), 1)
+    (w1, b1), _ = unflatten(cfg, jnp.asarray(theta))
+    h = np.tanh(xs @ np.asarray(w1) + np.asarray(b1))
+    np.testing.assert_allclose(v["out_share"], (np.sum(h**2, 1) + 1) / v["iso_f"], rtol=1e-8)

@@ -1,0 +1,92 @@
+"""Tests for gnuq_core.bayes.validation (NUTS replaced by a fake sampler to stay fast)."""
+
+import os
+
+import numpy as np
+import pytest
+
+from gnuq_core.bayes import mcmc
+from gnuq_core.bayes.bnn import n_params
+from gnuq_core.bayes.validation import PAPER_ESTIMATE, Setting, evaluate
+
+
+@pytest.fixture
+def fake_nuts(monkeypatch, tmp_path):
+    monkeypatch.setenv("GNUQ_CACHE_DIR", str(tmp_path))
+    calls = []
+
+    def run(cfg, data, settings, seed=0):
+        calls.append(cfg)
+        rng = np.random.default_rng(seed)
+        C, S, P = settings.num_chains, settings.num_samples, n_params(cfg)
+        return mcmc.NutsResult(theta=0.5 * rng.standard_normal((C, S, P)), diverging=np.zeros((C, S), bool),
+                               num_steps=np.full((C, S), 7), accept_prob=np.full((C, S), 0.9),
+                               step_size=np.full(C, 0.1), max_tree_depth=settings.max_tree_depth, wall_s=0.0)
+
+    monkeypatch.setattr(mcmc, "run_nuts", run)
+    return calls
+
+
+@pytest.mark.parametrize("problem", ["two_moons", "gap_regression"])
+def test_evaluate_structure_and_cache(fake_nuts, problem):
+    st = Setting(problem, dict(n_train=20, n_query_in=10, grid_size=5), dict(width=3),
+                 mcmc.NutsSettings(num_warmup=5, num_samples=20, num_chains=2), seed=1, n_restarts=1)
+    r = evaluate(st, ntk=True)
+    task = r["cfg"].task
+    est_key, ref_key = PAPER_ESTIMATE[task]
+    for qname, n in (("in", 10), ("grid", 25 if task == "classification" else 5)):
+        q = r["q"][qname]
+        assert q["est"][est_key].shape == q["ref"][ref_key].shape == (n,)
+        assert {"laplace_f", "ggn_f", "diag_f", "iso_f"} <= set(q["est"])
+        np.testing.assert_allclose(q["ntk"]["iso_f"], q["est"]["iso_f"], rtol=1e-10)
+        assert -1 <= q["split"]["rho_half"] <= 1 and q["diag"]["divergences"] == 0
+    evaluate(st)
+    assert len(fake_nuts) == 1  # the second evaluation read the cache
+
+
+def _setting(seed=1, width=3):
+    return Setting("two_moons", dict(n_train=20, n_query_in=10, grid_size=5), dict(width=width),
+                   mcmc.NutsSettings(num_warmup=5, num_samples=20, num_chains=2), seed=seed, n_restarts=1)
+
+
+def test_stored_references_reuse_verify_and_catch_tampering(fake_nuts, tmp_path):
+    import json
+
+    from gnuq_core.repro.results_store import ResultsDisagree
+    from gnuq_core.bayes.validation import setting_id, stored_references
+
+    store = tmp_path / "store"
+    settings = [_setting(1), _setting(2)]
+    refs = stored_references(settings, root=store, verify=2, progress=False)
+    assert len(fake_nuts) == 2 and set(refs) == {setting_id(s) for s in settings}
+    # Evaluating from the stored summary gives what evaluating directly gives.
+    direct, from_store = evaluate(settings[0]), evaluate(settings[0], reference_summary=refs[setting_id(settings[0])])
+    np.testing.assert_allclose(direct["q"]["grid"]["ref"]["var_p"], from_store["q"]["grid"]["ref"]["var_p"])
+    # A second build reuses both and samples two of them again from scratch (not from the cache).
+    stored_references(settings, root=store, verify=2, progress=False)
+    assert len(fake_nuts) == 4
+    # A stored number that the code no longer reproduces fails the build and names the item.
+    (path,) = store.glob("nuts_reference/*.jsonl")
+    lines = path.read_text().splitlines()
+    rec = json.loads(lines[1])
+    rec["q"]["in"]["ref"]["var_p"][0] *= 1.5
+    path.write_text("\n".join([lines[0], json.dumps(rec), *lines[2:]]) + "\n")
+    with pytest.raises(ResultsDisagree, match=rec["id"]):
+        stored_references(settings, root=store, verify=2, progress=False)
+
+
+def _memory_maps() -> int:
+    with open("/proc/self/maps") as f:
+        return sum(1 for _ in f)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs Linux /proc")
+def test_a_grid_of_settings_does_not_pile_up_compiled_code(fake_nuts):
+    """Each setting compiles its own JAX functions, and each compiled function holds memory
+    maps; without releasing them chapter 05's full grid reached vm.max_map_count (65,530)
+    and XLA stopped with 'LLVM compilation error: Cannot allocate memory'."""
+    evaluate(_setting(width=3), ntk=True)
+    before = _memory_maps()
+    for width in (4, 5, 6, 7):
+        evaluate(_setting(width=width), ntk=True)
+    assert _memory_maps() - before < 40

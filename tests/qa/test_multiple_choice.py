@@ -1,0 +1,52 @@
+"""gnuq_core.qa.multiple_choice: loading mc_task.json and MC1/MC2 by likelihood on a tiny model."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import pytest
+
+from gnuq_core.qa import multiple_choice as truthfulqa_mc
+from gnuq_core.qa.multiple_choice import MCItem, load_mc, mc_scores
+
+from tests.tiny_models import byte_tokenizer, tiny_llama
+
+
+def _write(tmp_path, items):
+    (tmp_path / "truthfulqa").mkdir()
+    (tmp_path / "truthfulqa" / "TruthfulQA.csv").write_text("unused\n")
+    (tmp_path / "truthfulqa" / "mc_task.json").write_text(json.dumps(items))
+    return tmp_path
+
+
+def test_load_mc_fixture(tmp_path):
+    d = _write(tmp_path, [{"question": " Q? ", "mc1_targets": {"a": 1, "b": 0}, "mc2_targets": {"a": 1, "c": 1}}])
+    items = load_mc(d)
+    assert items == [MCItem("Q?", {"a": 1, "b": 0}, {"a": 1, "c": 1})]
+
+
+def test_load_mc_rejects_two_true_mc1(tmp_path):
+    d = _write(tmp_path, [{"question": "Q?", "mc1_targets": {"a": 1, "b": 1}, "mc2_targets": {"a": 1}}])
+    with pytest.raises(ValueError, match="item 0"):
+        load_mc(d)
+
+
+def test_mc_scores_follow_the_likelihoods(monkeypatch):
+    table = {"right": -1.0, "wrong": -3.0, "also right": -2.0}
+    monkeypatch.setattr(truthfulqa_mc, "score_choices",
+                        lambda m, t, q, choices, style: [table[c] for c in choices])
+    item = MCItem("Q?", {"right": 1, "wrong": 0}, {"right": 1, "also right": 1, "wrong": 0})
+    s = mc_scores(None, None, item, style="chat")
+    assert s["mc1"] == 1.0
+    e = [math.exp(-1), math.exp(-2), math.exp(-3)]
+    assert s["mc2"] == pytest.approx((e[0] + e[1]) / sum(e))
+
+
+def test_mc_scores_on_a_tiny_model():
+    s = mc_scores(tiny_llama(), byte_tokenizer(), MCItem("Q?", {"yes": 1, "no": 0}, {"yes": 1, "no": 0}),
+                  style="chat")
+    assert s["mc1"] in (0.0, 1.0) and 0.0 < s["mc2"] < 1.0

@@ -1,0 +1,152 @@
+"""gnuq_core.qa.study: score tables from records, layer groups, cached runs on a tiny model."""
+
+from __future__ import annotations
+
+import math
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import numpy as np
+import pytest
+
+from gnuq_core.qa import study as qa_study
+from gnuq_core.qa.data import QAItem
+
+from tests.tiny_models import byte_tokenizer, tiny_llama
+
+
+ITEMS: dict[str, QAItem] = {}  # the questions behind the records made by _record
+
+
+def _record(rid, dataset, answer, log_p, grad_sq, n_tokens, correct, incorrect=()):
+    from gnuq_core.estimators import from_log_p_and_grad_sq
+
+    u = from_log_p_and_grad_sq(log_p, grad_sq)
+    ITEMS[rid] = QAItem(rid, "q?", tuple(correct), tuple(incorrect), dataset)
+    return {"id": rid, "dataset": dataset, "answer": answer,
+            "generation": {"answer_ids": list(range(n_tokens)), "stop_reason": "eos", "prompt_ids": [1]},
+            "scores": {"log_p": log_p, "p": u.p, "log10_grad_log_p_sq": u.log10_grad_log_p_sq,
+                       "log10_epistemic": u.log10_epistemic, "epistemic": u.epistemic, "aleatoric": u.aleatoric,
+                       "combined": u.combined, "p_true": 0.7, "mean_token_entropy": 1.0,
+                       "predictive_entropy": 2.0, "ln_predictive_entropy": 1.0, "semantic_entropy": 0.5,
+                       "discrete_semantic_entropy": 0.3}}
+
+
+def test_score_table_labels_and_decomposition():
+    recs = [_record("a", "triviaqa", "It is Paris.", -1.0, 1e4, 4, ["Paris"]),
+            _record("b", "triviaqa", "Lyon", -3.0, 1e6, 1, ["Paris"])]
+    t = qa_study.score_table(recs, ITEMS, group_norms={"a": {"embeddings": 6e3, "block 00": 3e3, "block 01": 1e3}})
+    assert list(t["correct"]) == [True, False] and list(t["incorrect"]) == [0, 1]
+    assert list(t["correct_em"]) == [False, False]
+    a = t.iloc[0]
+    # ||grad p||^2 = p^2 ||grad log p||^2, in log10
+    assert a["epistemic"] == pytest.approx(2 * -1.0 / math.log(10) + 4)
+    assert a["grad_log_p"] == pytest.approx(4)
+    assert a["grad_log_p_norm"] == pytest.approx(4 - 2 * math.log10(4))
+    assert a["grad_log_p_per_token"] == pytest.approx(4 - math.log10(4))
+    p = math.exp(-1.0)
+    assert 10 ** a["combined"] == pytest.approx(10 ** a["epistemic"] + p * (1 - p))
+    pn = math.exp(-1.0 / 4)
+    assert a["aleatoric_norm"] == pytest.approx(pn * (1 - pn))
+    assert 10 ** a["epistemic_norm"] == pytest.approx(pn**2 * 1e4 / 16)
+    assert a["p_true"] == pytest.approx(0.3) and a["max_seq_prob"] == pytest.approx(1.0)
+    assert a["epistemic_last_block"] == pytest.approx(2 * -1.0 / math.log(10) + 3)
+    assert a["epistemic_no_embeddings"] == pytest.approx(2 * -1.0 / math.log(10) + math.log10(4e3))
+    assert math.isnan(t.iloc[1]["epistemic_last_block"])
+
+
+def test_score_table_truthfulqa_and_categories():
+    recs = [_record("tfqa_0", "truthfulqa", "Nothing happens", -2.0, 1e3, 2, ["Nothing happens"], ["You die"])]
+    items = {"tfqa_0": QAItem("tfqa_0", "q?", ("Nothing happens",), ("You die",), "truthfulqa",
+                              {"category": "Misconceptions"})}
+    t = qa_study.score_table(recs, items=items, embed=lambda xs: np.eye(len(xs))[:, :len(xs)] + 1e-3)
+    assert bool(t.iloc[0]["correct"]) and t.iloc[0]["category_group"] == "Misconceptions & myths"
+    assert "correct_embed" in t
+
+
+def test_combined_is_overflow_safe():
+    assert qa_study._combined(400.0, 0.5) == pytest.approx(400.0)
+    assert qa_study._combined(-400.0, 0.5) == pytest.approx(math.log10(0.25))
+    assert qa_study._combined(-1.0, 0.0) == -1.0
+
+
+def test_category_groups_cover_truthfulqa():
+    assert qa_study.category_group("Law") == "Law, money & society"
+    assert qa_study.category_group("Indexical Error: Time") == "Trick questions"
+    assert qa_study.category_group("Unknown") == "Other"
+    cats = [c for cs in qa_study.CATEGORY_GROUPS.values() for c in cs]
+    assert len(cats) == len(set(cats)) == 38
+
+
+def test_select_items_is_fixed_and_a_prefix_of_all():
+    items = list(range(100))
+    a = qa_study.select_items(items, 10, 0)
+    every = qa_study.select_items(items, None, 0)
+    assert a == qa_study.select_items(items, 10, 0) and len(a) == 10 and a != sorted(a)
+    assert sorted(every) == items and every[:10] == a and every[:37] == qa_study.select_items(items, 37, 0)
+
+
+def test_layer_groups_partition_the_tiny_llama():
+    m = tiny_llama()
+    g = qa_study.layer_groups(m)
+    assert list(g) == ["embeddings", "block 00", "block 01", "other"]
+    assert "lm_head.weight" in g["embeddings"]  # tied: the output projection is the embedding matrix
+
+
+def test_run_dataset_and_group_norms_are_cached(tmp_path, monkeypatch):
+    from gnuq_core.lm.models import LoadedModel
+    from gnuq_core.qa.engine import QAConfig
+
+    monkeypatch.setenv("GNUQ_CACHE_DIR", str(tmp_path))
+    lm = LoadedModel(tiny_llama(), byte_tokenizer(), "tiny", "memory", "chat")
+    items = [QAItem("tqa_1", "Capital of France?", ("Paris",), (), "triviaqa"),
+             QAItem("tqa_2", "Two plus two?", ("four", "4"), (), "triviaqa")]
+    cfg = QAConfig(model="tiny", max_new_tokens=3, n_samples=2, clusterer="exact")
+    recs = qa_study.run_dataset(lm, items, cfg, progress=False)
+    assert [r["id"] for r in recs] == ["tqa_1", "tqa_2"]
+    again = qa_study.run_dataset(lm, items, cfg, progress=False)
+    assert again == recs
+    g = qa_study.run_group_norms(lm, recs, cfg, "triviaqa", progress=False)
+    for r in recs:
+        total = sum(g[r["id"]].values())
+        assert math.log10(total) == pytest.approx(r["scores"]["log10_grad_log_p_sq"], abs=1e-6)
+    t = qa_study.score_table(recs, {it.id: it for it in items}, group_norms=g)
+    assert t["epistemic_last_block"].notna().all()
+    costs = qa_study.variant_costs(lm, recs, n=1)
+    assert set(costs) == {"all", "no_embeddings", "last_block"} and all(v > 0 for v in costs.values())
+
+
+def test_score_table_needs_the_questions():
+    rec = _record("zz", "triviaqa", "Paris", -1.0, 1e4, 1, ["Paris"])
+    with pytest.raises(KeyError, match="no question in `items`.*'zz'"):
+        qa_study.score_table([rec], {})
+
+
+def test_store_records_carry_no_texts_and_are_verified(tmp_path, monkeypatch):
+    import json
+
+    from gnuq_core.lm.models import LoadedModel
+    from gnuq_core.qa.engine import QAConfig
+
+    monkeypatch.setenv("GNUQ_CACHE_DIR", str(tmp_path / "cache"))
+    lm = LoadedModel(tiny_llama(), byte_tokenizer(), "tiny", "memory", "chat")
+    items = [QAItem("tqa_1", "Capital of France?", ("Paris",), (), "triviaqa"),
+             QAItem("tqa_2", "Two plus two?", ("four", "4"), (), "triviaqa")]
+    cfg = QAConfig(model="tiny", max_new_tokens=3, n_samples=2, clusterer="exact")
+    store = tmp_path / "store"
+    recs = qa_study.run_dataset(lm, items, cfg, progress=False, store=True, store_root=store)
+    (path,) = store.glob("qa/*.jsonl")
+    text = path.read_text()
+    assert "Capital of France" not in text and "Paris" not in text and "correctness_inputs" not in text
+    assert "prompt_ids" not in text  # token ids would spell out the question
+    direct = qa_study.run_dataset(lm, items, cfg, progress=False)  # the local-cache path
+    assert [r["generation"]["prompt_ids"] for r in recs] == [r["generation"]["prompt_ids"] for r in direct]
+    # The next build reuses the stored records after recomputing both of them identically.
+    again = qa_study.run_dataset(lm, items, cfg, progress=False, store=True, store_root=store, verify=2)
+    assert [r["scores"] for r in again] == [r["scores"] for r in recs]
+    g = qa_study.run_group_norms(lm, recs, cfg, "triviaqa", progress=False, store=True, store_root=store)
+    assert set(g) == {"tqa_1", "tqa_2"}
+    t = qa_study.score_table(recs, {it.id: it for it in items}, group_norms=g)
+    assert t["question"].tolist() == ["Capital of France?", "Two plus two?"]
+    assert json.loads(text.splitlines()[0])["type"] == "header"

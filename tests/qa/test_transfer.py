@@ -1,0 +1,46 @@
+"""gnuq_core.qa.transfer: thresholds, logistic calibration and cross-model transfer."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gnuq_core.qa.transfer import cross_validated_balanced_accuracy, fit_logistic, fit_threshold, mean_with_ci, transfer
+
+
+def test_fit_threshold_separates() -> None:
+    t = fit_threshold([1, 2, 3, 10, 11, 12], [0, 0, 0, 1, 1, 1])
+    assert 3 < t < 10
+
+
+def test_fit_logistic_direction() -> None:
+    a, _ = fit_logistic([1, 2, 3, 4, 10, 11, 12, 13], [0, 0, 1, 0, 1, 0, 1, 1])
+    assert a > 0
+
+
+def _model(rng, n, shift):
+    y = rng.integers(0, 2, n).astype(bool)
+    return y * 2.0 + rng.normal(0, 0.5, n) + shift, y
+
+
+def test_transfer_fails_across_a_scale_shift_but_ranks_survive() -> None:
+    rng = np.random.default_rng(0)
+    s_a, y_a = _model(rng, 200, 0.0)
+    s_b, y_b = _model(rng, 200, 100.0)  # same signal, raw scale 100 units higher
+    r = transfer(s_a, y_a, s_b, y_b, n_boot=100)
+    assert r.within_ba > 0.9 and r.auroc_target > 0.9
+    assert r.transferred_ba == pytest.approx(0.5)  # everything flagged
+    assert r.flagged_fraction == 1.0
+    assert r.transferred_ci[1] <= 0.55
+    same = transfer(s_a, y_a, s_a, y_a, n_boot=100)
+    assert same.transferred_ba > 0.9
+
+
+def test_cv_and_mean_ci() -> None:
+    rng = np.random.default_rng(1)
+    s, y = _model(rng, 100, 0.0)
+    assert cross_validated_balanced_accuracy(s, y) > 0.85
+    assert cross_validated_balanced_accuracy(s, y, method="logistic") > 0.85
+    rs = [transfer(s, y, s + 50, y, n_boot=50), transfer(s, y, s, y, n_boot=50)]
+    m, (lo, hi) = mean_with_ci(rs)
+    assert lo <= m <= hi and 0.6 < m < 0.8

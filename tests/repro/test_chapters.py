@@ -1,0 +1,86 @@
+"""The chapter runner: profiles, parameter validation, conversion."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gnuq_core.repro import chapters
+from gnuq_core.repro.chapters import ChapterError
+
+
+def test_unknown_profile_names_the_available_ones() -> None:
+    with pytest.raises(ChapterError, match=r"unknown profile 'nope'.*quick"):
+        chapters.load_profile("nope")
+
+
+def test_unknown_chapter_lists_known_ones() -> None:
+    with pytest.raises(ChapterError, match=r"no chapter '77'.*01_derivation"):
+        chapters.find_chapter("77")
+
+
+def test_find_chapter_by_number_and_stem() -> None:
+    assert chapters.find_chapter("01") == chapters.find_chapter("01_derivation")
+
+
+def test_unknown_parameter_is_refused_with_declared_names() -> None:
+    with pytest.raises(ChapterError, match=r"unknown parameter\(s\) typo.*declares: seed, n"):
+        chapters.resolve_parameters("ch", {"seed": 0, "n": 3}, {"typo": 1})
+
+
+@pytest.mark.parametrize("default, value, ok", [
+    (1, 2, True), (1.0, 2, True), (1, 2.5, False), (True, 1, False), (1, True, False),
+    ("a", "b", True), ("a", 3, False), ([1], [2, 3], True),
+])
+def test_parameter_types(default: object, value: object, ok: bool) -> None:
+    if ok:
+        assert chapters.resolve_parameters("ch", {"x": default}, {"x": value}) == {"x": value}
+    else:
+        with pytest.raises(ChapterError, match="parameter x="):
+            chapters.resolve_parameters("ch", {"x": default}, {"x": value})
+
+
+def test_parameters_cell_is_read_from_jupytext_source(tmp_path: Path) -> None:
+    src = tmp_path / "nb.py"
+    src.write_text('# %% tags=["parameters"]\nprofile = "quick"\nseed = 3\nsizes = [1, 2]\n\n# %%\nprint(seed)\n')
+    nb = chapters.to_ipynb(src, tmp_path / "nb.ipynb")
+    assert chapters.declared_parameters(nb) == {"profile": "quick", "seed": 3, "sizes": [1, 2]}
+
+
+def test_notebook_without_parameters_cell_is_an_error(tmp_path: Path) -> None:
+    src = tmp_path / "nb.py"
+    src.write_text("# %%\nx = 1\n")
+    with pytest.raises(ChapterError, match="no cell tagged 'parameters'"):
+        chapters.declared_parameters(chapters.to_ipynb(src, tmp_path / "nb.ipynb"))
+
+
+@pytest.mark.parametrize("profile", chapters.profile_names())
+def test_every_profile_fits_every_chapter(profile: str, tmp_path: Path) -> None:
+    """Each profile sets only declared parameters of the right type (no execution)."""
+    settings = chapters.load_profile(profile)
+    for source in chapters.chapters():
+        defaults = chapters.declared_parameters(chapters.to_ipynb(source, tmp_path / f"{source.stem}.ipynb"))
+        assert "profile" in defaults and "seed" in defaults, f"{source.stem}: declare profile and seed"
+        chapters.resolve_parameters(source.stem, defaults, settings.get(source.stem, {}))
+
+
+def test_profile_naming_a_missing_chapter_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "bad.yml").write_text("99_nothing:\n  n: 1\n")
+    monkeypatch.setattr(chapters, "PROFILES", tmp_path)
+    with pytest.raises(ChapterError, match="99_nothing"):
+        chapters.load_profile("bad")
+
+
+def test_cli_reports_errors_without_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+    assert chapters.main(["run", "01", "--profile", "nope"]) == 2
+    assert "unknown profile 'nope'" in capsys.readouterr().err
+
+
+def test_parse_overrides_reads_literals_and_rejects_malformed_pairs():
+    from gnuq_core.repro.chapters import ChapterError, parse_overrides
+
+    assert parse_overrides(["n_truthfulqa=100", "models=['a', 'b']", "judge=True", "name=smollm2"]) == {
+        "n_truthfulqa": 100, "models": ["a", "b"], "judge": True, "name": "smollm2"}
+    with pytest.raises(ChapterError, match="expected NAME=VALUE"):
+        parse_overrides(["n_truthfulqa"])

@@ -1,0 +1,51 @@
+"""Tests for gnuq_core.stats."""
+
+import numpy as np
+import pytest
+from scipy.stats import spearmanr
+
+from gnuq_core.stats import fit_isotropic_scale, magnitude_view, rank_agreement, spearman, trend
+
+
+def test_spearman_matches_scipy_with_ties():
+    rng = np.random.default_rng(0)
+    a, b = rng.integers(0, 5, 50).astype(float), rng.standard_normal(50)
+    assert spearman(a, b) == pytest.approx(spearmanr(a, b).statistic)
+
+
+def test_rank_agreement_ci_contains_point():
+    rng = np.random.default_rng(1)
+    ref = rng.exponential(size=200)
+    est = ref * np.exp(0.5 * rng.standard_normal(200))
+    r = rank_agreement(est, ref, n_boot=300, seed=0)
+    assert r.rho_ci[0] <= r.rho <= r.rho_ci[1] and 0.5 < r.rho < 1
+    assert r.tau_ci[0] <= r.tau <= r.tau_ci[1] and r.tau < r.rho
+    assert r.boot.shape == (300,) and r.n == 200
+
+
+def test_isotropic_scale_recovered():
+    ref = np.random.default_rng(2).exponential(size=100)
+    assert fit_isotropic_scale(ref / 7.0, ref) == pytest.approx(7.0)
+    mv = magnitude_view(ref / 7.0, ref)
+    assert mv["median_abs_log10_ratio"] == pytest.approx(0, abs=1e-12) and mv["frac_within_2x"] == 1
+
+
+def test_trend_recovers_slope_and_ci():
+    rng = np.random.default_rng(3)
+    x = np.tile(np.arange(5.0), 4)
+    g = np.repeat(np.arange(4), 5)
+    y = 0.1 * x + 0.02 * rng.standard_normal(20)
+    t = trend(x, y, g, boots=[yy + 0.01 * rng.standard_normal(50) for yy in y], n_boot=300)
+    assert t.slope == pytest.approx(0.1, abs=0.02) and t.slope_ci[0] > 0.05 and t.n_groups == 4
+
+
+def test_rank_difference_and_combine():
+    from gnuq_core.stats import combine, rank_difference
+
+    rng = np.random.default_rng(4)
+    ref = rng.exponential(size=150)
+    good, bad = ref * np.exp(0.1 * rng.standard_normal(150)), ref * np.exp(2 * rng.standard_normal(150))
+    d, ci, boot = rank_difference(good, bad, ref, n_boot=200)
+    assert ci[0] > 0 and ci[0] <= d <= ci[1] and boot.shape == (200,)
+    v, (lo, hi) = combine([0.5, 0.6, 0.7], [np.full(10, 0.5), np.full(10, 0.6), np.full(10, 0.7)])
+    assert v == pytest.approx(0.6) and lo == pytest.approx(0.6) and hi == pytest.approx(0.6)
