@@ -27,7 +27,7 @@
 #
 # - greedy **generation** of the answer (every method needs the answer);
 # - one no-grad **forward** over prompt + answer (the unit of the floor);
-# - the **gradient-norm** pass of `gnuq_core.lm.scoring.forward_backward`, split into its
+# - the **gradient-norm** pass of `gnuq_core.lm.gradient.forward_backward`, split into its
 #   forward, backward and post-backward parts, and its cheaper variants (embeddings
 #   excluded, last block only, LM head only), and the textbook full-`.grad` version;
 # - **predictive entropy** ($N$ temperature samples), **semantic entropy** ($N$ samples and

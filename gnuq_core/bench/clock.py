@@ -4,7 +4,7 @@ Wall time
     `timed` runs a callable once and returns ``(result, seconds)``; on a GPU it
     synchronises before and after, so the time covers the kernels, not their launch.
     `BackwardSplit` splits a call that runs one ``torch.autograd.backward`` (such as
-    `gnuq_core.lm.scoring.forward_backward`) into its forward, backward and post-backward
+    `gnuq_core.lm.gradient.forward_backward`) into its forward, backward and post-backward
     parts, without touching that function: for the duration of the ``with`` block it
     wraps ``torch.autograd.backward`` to note when the backward starts and ends.
 

@@ -9,16 +9,16 @@ pass                      what it runs
 ========================  ===============================================================
 ``generate``              greedy answer (KV cache), shared by every method
 ``forward``               one no-grad forward over prompt + answer, LM head at the answer
-                          positions only (`gnuq_core.lm.scoring.answer_log_probs`): the floor
+                          positions only (`gnuq_core.lm.gradient.answer_log_probs`): the floor
 ``forward_full``          the same forward with the full-sequence LM head (plain HF call)
-``gradnorm``              `gnuq_core.lm.scoring.forward_backward` over all parameters, split
+``gradnorm``              `gnuq_core.lm.gradient.forward_backward` over all parameters, split
                           into forward / backward / post-backward (`timing.BackwardSplit`)
 ``gradnorm_<group>``      the cheaper variants: ``no_embeddings``, ``last_block``,
                           ``lm_head``
 ``naive``                 textbook full gradient: full logits, ``loss.backward()`` into
                           ``.grad``, then the sum of squares (what the engine avoids)
 ``sample``                N temperature samples, batched with a KV cache
-                          (`gnuq_core.lm.scoring.sample_answers`)
+                          (`gnuq_core.lm.decoding.sample_answers`)
 ``cluster``               semantic clustering of the N samples (MiniLM embeddings)
 ``p_true``                P(True) forward on the reference prompt (question, brainstormed
                           candidate answers = the samples, proposed answer)
@@ -428,7 +428,7 @@ def _limits(subject: Subject, config: BenchConfig) -> tuple[int, bool]:
 
 def prepare_question(subject: Subject, q: Question, config: BenchConfig, clusterer: Any = None) -> Question:
     """Greedy answer, N samples (seed = config.seed) and the P(True) prompts of ``q`` (untimed)."""
-    from gnuq_core.lm.scoring import generate, sample_answers
+    from gnuq_core.lm.decoding import generate, sample_answers
 
     cap, nl = _limits(subject, config)
     gen = generate(subject.model, subject.tokenizer, q.prompt_ids, max_new_tokens=cap, stop_at_newline=nl)
@@ -521,7 +521,8 @@ def make_passes(subject: Subject, q: Question, config: BenchConfig, clusterer: A
     Every pass is self-contained (its inputs were prepared beforehand), so the passes can
     run in any order.
     """
-    from gnuq_core.lm.scoring import answer_log_probs, forward_backward, generate, sample_answers
+    from gnuq_core.lm.gradient import answer_log_probs, forward_backward
+    from gnuq_core.lm.decoding import generate, sample_answers
 
     m, tok = subject.model, subject.tokenizer
     cap, nl = _limits(subject, config)
@@ -646,7 +647,7 @@ def length_sweep(subject: Subject, config: BenchConfig, prompt_ids: list[int] | 
     prompt length (answer of 8 tokens), random token ids, passes interleaved."""
     from tqdm.auto import tqdm
 
-    from gnuq_core.lm.scoring import answer_log_probs, forward_backward
+    from gnuq_core.lm.gradient import answer_log_probs, forward_backward
 
     rng = np.random.default_rng(config.seed + 7)
     base_prompt = list(prompt_ids) if prompt_ids else _lengths(64, subject.vocab, rng)
@@ -675,7 +676,7 @@ def size_ladder(config: BenchConfig, progress: bool = True) -> list[dict[str, An
     prompt, 8-token answer), interleaved; one entry per ``[hidden, layers]``."""
     from tqdm.auto import tqdm
 
-    from gnuq_core.lm.scoring import answer_log_probs, forward_backward
+    from gnuq_core.lm.gradient import answer_log_probs, forward_backward
 
     out = []
     rng = np.random.default_rng(config.seed + 11)
@@ -821,7 +822,7 @@ def profile_ops(subject: Subject, q: Question, top: int = 12) -> dict[str, Any]:
     self time (CPU or CUDA), to see where the time goes."""
     from torch.profiler import ProfilerActivity, profile
 
-    from gnuq_core.lm.scoring import answer_log_probs, forward_backward
+    from gnuq_core.lm.gradient import answer_log_probs, forward_backward
 
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if subject.device.startswith("cuda") else [])
     key = "self_cuda_time_total" if subject.device.startswith("cuda") else "self_cpu_time_total"

@@ -1,7 +1,7 @@
 """Baseline uncertainty scores for LLM answers, each with its definition and source.
 
 Cheap functions take what an expensive pass produced (per-token log-probs and entropies
-from `gnuq_core.lm.scoring.generate`, samples from `gnuq_core.lm.scoring.sample_answers`,
+from `gnuq_core.lm.decoding.generate`, samples from `gnuq_core.lm.decoding.sample_answers`,
 cluster ids from `gnuq_core.lm.clustering`) so that cached generations can be re-scored
 without running the model. The one extra model pass a baseline needs, P(True), is the
 function `p_true`.
@@ -122,7 +122,7 @@ def discrete_semantic_entropy(cluster_ids: Sequence[int]) -> float:
 
 def all_sample_baselines(samples: Sequence[Any], cluster_ids: Sequence[int]) -> dict[str, float]:
     """Predictive, length-normalised predictive, semantic and discrete semantic entropy of
-    `gnuq_core.lm.scoring.Sample` objects and their cluster ids."""
+    `gnuq_core.lm.decoding.Sample` objects and their cluster ids."""
     lps = [s.log_prob for s in samples]
     lens = [len(s.answer_ids) for s in samples]
     return {
@@ -161,7 +161,7 @@ def p_true(model: Any, tokenizer: Any, question: str, answer: str, *, style: str
         words = (" True", " False")
     ids = encode_prompt(tokenizer, text, style)
     t_id, f_id = (tokenizer(w, add_special_tokens=False)["input_ids"][0] for w in words)
-    from gnuq_core.lm.scoring import check_length
+    from gnuq_core.lm.decoding import check_length
 
     check_length(model, len(ids), 1)
     dev = next(model.parameters()).device

@@ -94,7 +94,8 @@ def evaluate_question(model: Any, tokenizer: Any, question: str, config: QAConfi
     which stay meaningful on a shared machine. `run_benchmark` adds ``total``.
     """
     from gnuq_core.lm.prompts import encode_prompt, format_prompt
-    from gnuq_core.lm.scoring import generate, sample_answers, score
+    from gnuq_core.lm.decoding import generate, sample_answers
+    from gnuq_core.lm.scoring import score
 
     timings: dict[str, float] = {}
     cpu: dict[str, float] = {}
@@ -141,7 +142,7 @@ def rescore(record: dict[str, Any], clusterer: Any = None) -> dict[str, float]:
     Uses the stored greedy token log-probs/entropies and samples; with ``clusterer`` the
     samples are clustered again (e.g. to compare the exact and embedding clusterers).
     """
-    from gnuq_core.lm.scoring import Sample
+    from gnuq_core.lm.decoding import Sample
 
     gen = record["generation"]
     out = {"max_sequence_probability": bl.max_sequence_probability(gen["token_log_probs"]),

@@ -66,7 +66,7 @@ def score_choices(model: Any, tokenizer: Any, question: str, choices: Sequence[s
                   ) -> list[float]:
     """Total log p of each choice as the answer to ``question`` (forward passes only)."""
     from gnuq_core.lm.prompts import encode_answer, encode_prompt, format_prompt
-    from gnuq_core.lm.scoring import answer_log_probs
+    from gnuq_core.lm.gradient import answer_log_probs
 
     prompt_ids = encode_prompt(tokenizer, format_prompt(tokenizer, question, style), style)
     return [math.fsum(answer_log_probs(model, prompt_ids, encode_answer(tokenizer, c, style))) for c in choices]

@@ -140,7 +140,7 @@ def run_path(config: Any, dataset: str, kind: str = "qa") -> Path:
 
 
 # Sources whose content defines the code version of stored QA records.
-STORE_CODE = ["gnuq_core.qa.engine", "gnuq_core.lm.scoring", "gnuq_core.estimators.hooks", "gnuq_core.lm.prompts",
+STORE_CODE = ["gnuq_core.qa.engine", "gnuq_core.lm.scoring", "gnuq_core.lm.decoding", "gnuq_core.lm.gradient", "gnuq_core.lm.anatomy", "gnuq_core.estimators.hooks", "gnuq_core.lm.prompts",
               "gnuq_core.lm.baselines", "gnuq_core.lm.clustering", "gnuq_core.lm.models"]
 
 
@@ -231,7 +231,7 @@ def run_group_norms(loaded: Any, records: Sequence[Mapping[str, Any]], config: A
     from tqdm.auto import tqdm
 
     from gnuq_core.repro.records import RecordFile, read_records
-    from gnuq_core.lm.scoring import forward_backward
+    from gnuq_core.lm.gradient import forward_backward
 
     groups = layer_groups(loaded.model)
     by_id = {r["id"]: r for r in records}
@@ -266,7 +266,7 @@ def variant_costs(loaded: Any, records: Sequence[Mapping[str, Any]], *, n: int =
     Also ``log10_ratio_*``: how the cheap variants' values relate is in `score_table`.
     Timings depend on the machine and its load; they are measured, not cached.
     """
-    from gnuq_core.lm.scoring import forward_backward
+    from gnuq_core.lm.gradient import forward_backward
 
     out: dict[str, float] = {}
     for sel in ("all", "no_embeddings", "last_block"):

@@ -85,7 +85,7 @@ def test_text_questions_with_byte_tokenizer(tiny_config: bench.BenchConfig) -> N
 
 
 def test_naive_grad_sq_matches_engine_fast_path() -> None:
-    from gnuq_core.lm.scoring import forward_backward
+    from gnuq_core.lm.gradient import forward_backward
 
     sub = bench.load_subject("random:tiny", dtype="float64")
     p, a = [5, 6, 7, 8, 9], [10, 11, 12]

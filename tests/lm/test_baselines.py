@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from gnuq_core.lm import baselines as bl
-from gnuq_core.lm.scoring import Sample
+from gnuq_core.lm.decoding import Sample
 from tests.tiny_models import byte_tokenizer, tiny_gemma, tiny_llama
 
 

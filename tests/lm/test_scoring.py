@@ -12,8 +12,10 @@ import pytest
 import torch
 
 from gnuq_core.lm.prompts import PromptError
-from gnuq_core.lm.scoring import (_reference_pass, answer_log_probs, forward_backward, generate, resolve_groups,
-                               sample_answers, score, score_many, stop_token_ids, uncertainties)
+from gnuq_core.lm.gradient import _reference_pass, answer_log_probs, forward_backward
+from gnuq_core.lm.decoding import generate, sample_answers, stop_token_ids
+from gnuq_core.lm.anatomy import resolve_groups
+from gnuq_core.lm.scoring import score, score_many, uncertainties
 from tests.tiny_models import ScriptedLM, byte_tokenizer, tiny_gemma, tiny_llama
 
 PROMPT = [1, 40, 0, 41, 42, 0, 43]  # contains the padding id 0 twice

@@ -1,0 +1,134 @@
+"""Where things are in a causal LM: decoder body, blocks, output head, and parameter groups.
+
+One resolver for every caller (the scorer, the QA study's per-block norms, the benchmark):
+`resolve_groups` turns a preset name, a list of presets or a mapping into
+``{group: [parameter names]}``; `select` turns that into the unique parameter tensors of
+each group. Presets: ``"all"``, ``"no_embeddings"``, ``"last_block"``, ``"lm_head"``,
+``"embeddings"``, and ``"per_block"`` (one group per decoder block, plus ``"embeddings"``
+and ``"other"``: the groups of the per-layer analysis).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+
+PRESET_GROUPS = ("all", "no_embeddings", "last_block", "lm_head", "embeddings")
+
+
+def _decoder(model: Any) -> torch.nn.Module:
+    get = getattr(model, "get_decoder", None)
+    dec = get() if callable(get) else None
+    if dec is None:
+        dec = getattr(model, getattr(model, "base_model_prefix", "model"), None)
+    if dec is None or dec is model:
+        raise TypeError(f"cannot find the decoder body of {type(model).__name__}: use backend='reference'")
+    return dec
+
+
+def _device(model: Any) -> torch.device:
+    return next(model.parameters()).device
+
+
+def _logit_transform(model: Any, z: torch.Tensor) -> torch.Tensor:
+    """Apply the architecture's post-projection logit transforms (softcap, scaling)."""
+    cfg = model.config
+    scale = getattr(cfg, "logit_scale", None)  # Cohere
+    if scale is not None:
+        z = z * scale
+    div = getattr(cfg, "logits_scaling", None)  # Granite
+    if div is not None:
+        z = z / div
+    cap = getattr(cfg, "final_logit_softcapping", None)  # Gemma 2/3
+    if cap is not None:
+        z = torch.tanh(z / cap) * cap
+    return z
+
+
+def _up(x: torch.Tensor) -> torch.Tensor:
+    """Half-precision logits to float32 for the softmax; float32/float64 stay as they are."""
+    return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+
+
+def _layers(model: Any) -> torch.nn.ModuleList:
+    dec = _decoder(model)
+    layers = getattr(dec, "layers", None) or getattr(dec, "h", None)
+    if not isinstance(layers, torch.nn.ModuleList):
+        lists = [m for m in dec.modules() if isinstance(m, torch.nn.ModuleList)]
+        if not lists:
+            raise ValueError("cannot find the decoder blocks (no ModuleList): pass explicit groups")
+        layers = max(lists, key=len)
+    return layers
+
+
+def resolve_groups(model: Any, groups: str | Sequence[str] | Mapping[str, Any] | None
+                   ) -> dict[str, list[str]] | Mapping[str, Any] | None:
+    """Turn presets into ``{group: [parameter names]}`` (custom mappings pass through).
+
+    Presets: ``"all"`` (every parameter), ``"no_embeddings"`` (all but nn.Embedding
+    weights; in a tied model that also drops the output projection, which *is* the
+    embedding matrix), ``"last_block"`` (the last decoder layer), ``"lm_head"`` (the output
+    projection, plus its bias if any; in a tied model the shared matrix, with both of its
+    gradient contributions), ``"embeddings"`` (nn.Embedding weights). A list of presets
+    gives one group each. A mapping ``{name: prefixes | predicate}`` is used as in
+    `gnuq_core.estimators.torch_uncertainty`.
+    """
+    if groups is None or isinstance(groups, Mapping):
+        return groups
+    names_list = [groups] if isinstance(groups, str) else list(groups)
+    named = list(model.named_parameters(remove_duplicate=False))
+    by_id: dict[int, list[str]] = {}
+    for n, p in named:
+        by_id.setdefault(id(p), []).append(n)
+    emb_ids = {id(m.weight) for m in model.modules() if isinstance(m, torch.nn.Embedding)}
+    head = model.get_output_embeddings()
+    out: dict[str, list[str]] = {}
+    for g in names_list:
+        if g == "all":
+            ids = list(by_id)
+        elif g == "no_embeddings":
+            ids = [k for k in by_id if k not in emb_ids]
+        elif g == "embeddings":
+            ids = [k for k in by_id if k in emb_ids]
+        elif g == "lm_head":
+            ids = [id(p) for p in head.parameters()]
+        elif g == "last_block":
+            ids = [id(p) for p in _layers(model)[-1].parameters()]
+        else:
+            raise ValueError(f"unknown parameter group {g!r}: use one of {', '.join(PRESET_GROUPS)}, or a "
+                             "mapping {name: [parameter-name prefixes]}")
+        out[g] = [n for k in ids for n in by_id[k]]
+        if not out[g]:
+            raise ValueError(f"parameter group {g!r} is empty for {type(model).__name__}")
+    return out
+
+
+def _match(spec: Any, name: str) -> bool:
+    if callable(spec):
+        return bool(spec(name))
+    prefixes = [spec] if isinstance(spec, str) else list(spec)
+    return any(name == p or name.startswith(p if p.endswith(".") else p + ".") for p in prefixes)
+
+
+def _unique_params(model: Any) -> tuple[dict[int, torch.nn.Parameter], dict[int, list[str]]]:
+    params: dict[int, torch.nn.Parameter] = {}
+    names: dict[int, list[str]] = {}
+    for n, p in model.named_parameters(remove_duplicate=False):
+        params.setdefault(id(p), p)
+        names.setdefault(id(p), []).append(n)
+    return params, names
+
+
+def _select(params: dict[int, Any], names: dict[int, list[str]], groups: Mapping[str, Any] | None
+            ) -> dict[str, list[int]]:
+    if groups is None:
+        return {"all": [k for k, p in params.items() if p.is_floating_point()]}
+    members: dict[str, list[int]] = {}
+    for g, spec in groups.items():
+        members[g] = [k for k in params if params[k].is_floating_point() and any(_match(spec, n) for n in names[k])]
+        if not members[g]:
+            sample = ", ".join(n for k in list(names)[:6] for n in names[k][:1])
+            raise ValueError(f"group {g!r} matches no parameter; parameter names look like: {sample}, ...")
+    return members
