@@ -147,3 +147,16 @@ def from_log_p_and_grad_sq(
 
 
 # --------------------------------------------------------------------------- frameworks
+
+
+def matches(spec: GroupSpec, name: str) -> bool:
+    """Whether parameter ``name`` belongs to a group given as prefixes or a predicate.
+
+    A prefix matches the name itself or the name's dotted children (``"model.layers.1"``
+    matches ``"model.layers.1.mlp.weight"`` but not ``"model.layers.10.mlp.weight"``).
+    """
+    if callable(spec):
+        return bool(spec(name))
+    prefixes = [spec] if isinstance(spec, str) else list(spec)
+    return any(name == p or name.startswith(p if p.endswith(".") else p + ".") for p in prefixes)
+

@@ -8,19 +8,11 @@ from collections.abc import Callable, Mapping
 import torch
 
 from gnuq_core.estimators.hooks import hooked_sq_norms, raise_if_non_finite
-from gnuq_core.estimators.core import _FIX_HINT, LOG_P_TOL, GroupSpec, Uncertainty, from_log_p_and_grad_sq
+from gnuq_core.estimators.core import _FIX_HINT, LOG_P_TOL, GroupSpec, Uncertainty, from_log_p_and_grad_sq, matches
 
 # --------------------------------------------------------------------------- PyTorch
 
 
-def _matches(spec: GroupSpec, name: str) -> bool:
-    if callable(spec):
-        return bool(spec(name))
-    prefixes = [spec] if isinstance(spec, str) else list(spec)
-    for pre in prefixes:
-        if name == pre or name.startswith(pre if pre.endswith(".") else pre + "."):
-            return True
-    return False
 
 
 def torch_uncertainty(
@@ -84,7 +76,7 @@ def torch_uncertainty(
     else:
         group_members: dict[str, set[int]] = {}
         for gname, spec in groups.items():
-            members = {k for k in params if any(_matches(spec, n) for n in names[k])}
+            members = {k for k in params if any(matches(spec, n) for n in names[k])}
             if not members:
                 avail = [n for n, _ in named[:8]]
                 more = f", ... ({len(named)} in all)" if len(named) > 8 else ""

@@ -15,7 +15,9 @@ from typing import Any
 
 import torch
 
-PRESET_GROUPS = ("all", "no_embeddings", "last_block", "lm_head", "embeddings")
+from gnuq_core.estimators.core import matches
+
+PRESET_GROUPS = ("all", "no_embeddings", "last_block", "lm_head", "embeddings", "per_block")
 
 
 def _decoder(model: Any) -> torch.nn.Module:
@@ -63,13 +65,35 @@ def _layers(model: Any) -> torch.nn.ModuleList:
     return layers
 
 
+def per_block_groups(model: Any) -> dict[str, list[str]]:
+    """Groups for a per-layer breakdown: ``embeddings`` (in a tied model also the output
+    projection), ``block 00``, ``block 01``, … (the decoder blocks, found as `_layers` finds
+    them, the same blocks ``"last_block"`` uses) and ``other`` (final norm, an untied head).
+    Values are full parameter names; every parameter is in exactly one group."""
+    layers = _layers(model)
+    block_of = {id(p): i for i, block in enumerate(layers) for p in block.parameters()}
+    emb = {id(m.weight) for m in model.modules() if isinstance(m, torch.nn.Embedding)}
+    groups: dict[str, list[str]] = {}
+    for name, p in model.named_parameters(remove_duplicate=False):
+        if id(p) in emb:
+            g = "embeddings"
+        elif id(p) in block_of:
+            g = f"block {block_of[id(p)]:02d}"
+        else:
+            g = "other"
+        groups.setdefault(g, []).append(name)
+    order = ["embeddings"] + [f"block {i:02d}" for i in range(len(layers))] + ["other"]
+    return {g: groups[g] for g in order if g in groups}
+
+
 def resolve_groups(model: Any, groups: str | Sequence[str] | Mapping[str, Any] | None
                    ) -> dict[str, list[str]] | Mapping[str, Any] | None:
     """Turn presets into ``{group: [parameter names]}`` (custom mappings pass through).
 
     Presets: ``"all"`` (every parameter), ``"no_embeddings"`` (all but nn.Embedding
     weights; in a tied model that also drops the output projection, which *is* the
-    embedding matrix), ``"last_block"`` (the last decoder layer), ``"lm_head"`` (the output
+    embedding matrix), ``"last_block"`` (the last decoder layer), ``"per_block"`` (one group
+    per decoder block, see `per_block_groups`), ``"lm_head"`` (the output
     projection, plus its bias if any; in a tied model the shared matrix, with both of its
     gradient contributions), ``"embeddings"`` (nn.Embedding weights). A list of presets
     gives one group each. A mapping ``{name: prefixes | predicate}`` is used as in
@@ -96,6 +120,9 @@ def resolve_groups(model: Any, groups: str | Sequence[str] | Mapping[str, Any] |
             ids = [id(p) for p in head.parameters()]
         elif g == "last_block":
             ids = [id(p) for p in _layers(model)[-1].parameters()]
+        elif g == "per_block":
+            out.update(per_block_groups(model))
+            continue
         else:
             raise ValueError(f"unknown parameter group {g!r}: use one of {', '.join(PRESET_GROUPS)}, or a "
                              "mapping {name: [parameter-name prefixes]}")
@@ -103,13 +130,6 @@ def resolve_groups(model: Any, groups: str | Sequence[str] | Mapping[str, Any] |
         if not out[g]:
             raise ValueError(f"parameter group {g!r} is empty for {type(model).__name__}")
     return out
-
-
-def _match(spec: Any, name: str) -> bool:
-    if callable(spec):
-        return bool(spec(name))
-    prefixes = [spec] if isinstance(spec, str) else list(spec)
-    return any(name == p or name.startswith(p if p.endswith(".") else p + ".") for p in prefixes)
 
 
 def _unique_params(model: Any) -> tuple[dict[int, torch.nn.Parameter], dict[int, list[str]]]:
@@ -127,7 +147,7 @@ def _select(params: dict[int, Any], names: dict[int, list[str]], groups: Mapping
         return {"all": [k for k, p in params.items() if p.is_floating_point()]}
     members: dict[str, list[int]] = {}
     for g, spec in groups.items():
-        members[g] = [k for k in params if params[k].is_floating_point() and any(_match(spec, n) for n in names[k])]
+        members[g] = [k for k in params if params[k].is_floating_point() and any(matches(spec, n) for n in names[k])]
         if not members[g]:
             sample = ", ".join(n for k in list(names)[:6] for n in names[k][:1])
             raise ValueError(f"group {g!r} matches no parameter; parameter names look like: {sample}, ...")

@@ -6,7 +6,7 @@ This module glues the engine (`gnuq_core.qa.engine`, `gnuq_core.lm.scoring`) to 
   `gnuq_core.qa.engine.run_benchmark`, into ``<cache>/qa/<dataset>-<config key>.jsonl``; every
   question is computed once per configuration, so rebuilding the book re-reads the file
   and a long (full-profile) run can be interrupted and resumed.
-* `layer_groups` / `run_group_norms`: ``||grad log p||^2`` split by parameter group (the
+* `run_group_norms`: ``||grad log p||^2`` split by parameter group (the
   tied embedding / output matrix, each decoder block, the rest) for the cached greedy
   answers, in one extra forward-backward pass per question (cached the same way).
 * `variant_costs`: seconds per forward-backward pass for all parameters, all but the
@@ -19,7 +19,6 @@ This module glues the engine (`gnuq_core.qa.engine`, `gnuq_core.lm.scoring`) to 
 from __future__ import annotations
 
 import math
-import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
@@ -32,7 +31,7 @@ from gnuq_core.repro.cache import config_key
 from gnuq_core.repro.paths import cache_dir
 
 __all__ = ["METHODS", "HEADLINE_METHODS", "CATEGORY_GROUPS", "category_group", "select_items", "run_path",
-           "run_dataset", "layer_groups", "run_group_norms", "variant_costs", "score_table", "aligned"]
+           "run_dataset", "run_group_norms", "variant_costs", "score_table", "aligned"]
 
 LN10 = math.log(10.0)
 
@@ -196,30 +195,6 @@ def run_dataset(loaded: Any, items: Sequence[Any], config: Any, *, progress: boo
     return [by_id[it.id] for it in items]
 
 
-_BLOCK = re.compile(r"^(.*?\blayers?)\.(\d+)\.")
-
-
-def layer_groups(model: Any) -> dict[str, list[str]]:
-    """Parameter groups for a per-layer breakdown: ``embeddings`` (in a tied model this is
-    also the output projection), ``block 00``.. (decoder layers) and ``other`` (final norm,
-    an untied head...). Values are full parameter names (as `forward_backward` accepts)."""
-    import torch
-
-    emb = {id(m.weight) for m in model.modules() if isinstance(m, torch.nn.Embedding)}
-    groups: dict[str, list[str]] = {}
-    for name, p in model.named_parameters(remove_duplicate=False):
-        m = _BLOCK.match(name)
-        if id(p) in emb:
-            g = "embeddings"
-        elif m:
-            g = f"block {int(m.group(2)):02d}"
-        else:
-            g = "other"
-        groups.setdefault(g, []).append(name)
-    order = ["embeddings"] + sorted(g for g in groups if g.startswith("block")) + ["other"]
-    return {g: groups[g] for g in order if g in groups}
-
-
 def run_group_norms(loaded: Any, records: Sequence[Mapping[str, Any]], config: Any, dataset: str, *,
                     progress: bool = True, store: bool = False, verify: int = 2,
                     store_root: Path | None = None) -> dict[str, dict[str, float]]:
@@ -233,7 +208,9 @@ def run_group_norms(loaded: Any, records: Sequence[Mapping[str, Any]], config: A
     from gnuq_core.repro.records import RecordFile, read_records
     from gnuq_core.lm.gradient import forward_backward
 
-    groups = layer_groups(loaded.model)
+    from gnuq_core.lm.anatomy import per_block_groups
+
+    groups = per_block_groups(loaded.model)
     by_id = {r["id"]: r for r in records}
 
     def compute(rid: str) -> dict[str, Any]:

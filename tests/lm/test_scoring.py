@@ -294,3 +294,24 @@ def test_group_errors(models):
     assert "model.embed_tokens.weight" not in g["no_embeddings"] and "lm_head.weight" not in g["no_embeddings"]
     with pytest.raises(ValueError, match="prediction"):
         score(m, byte_tokenizer(), "Q?", answer="a", prediction="mean")
+
+
+@pytest.mark.parametrize("make", [tiny_llama, tiny_gemma])
+def test_per_block_groups_partition_the_parameters_and_agree_with_last_block(make) -> None:
+    from gnuq_core.lm.anatomy import per_block_groups
+
+    model = make()
+    groups = per_block_groups(model)
+    names = [n for ns in groups.values() for n in ns]
+    assert sorted(names) == sorted(n for n, _ in model.named_parameters(remove_duplicate=False))
+    last = sorted(k for k in groups if k.startswith("block"))[-1]
+    assert sorted(groups[last]) == sorted(resolve_groups(model, "last_block")["last_block"])
+    assert resolve_groups(model, ["per_block"]) == groups
+
+
+def test_per_block_groups_of_a_tied_llama() -> None:
+    from gnuq_core.lm.anatomy import per_block_groups
+
+    g = per_block_groups(tiny_llama())
+    assert list(g) == ["embeddings", "block 00", "block 01", "other"]
+    assert "lm_head.weight" in g["embeddings"]  # tied: the output projection is the embedding matrix

@@ -87,13 +87,6 @@ def test_select_items_is_fixed_and_a_prefix_of_all():
     assert sorted(every) == items and every[:10] == a and every[:37] == qa_study.select_items(items, 37, 0)
 
 
-def test_layer_groups_partition_the_tiny_llama():
-    m = tiny_llama()
-    g = qa_study.layer_groups(m)
-    assert list(g) == ["embeddings", "block 00", "block 01", "other"]
-    assert "lm_head.weight" in g["embeddings"]  # tied: the output projection is the embedding matrix
-
-
 def test_run_dataset_and_group_norms_are_cached(tmp_path, monkeypatch):
     from gnuq_core.lm.models import LoadedModel
     from gnuq_core.qa.engine import QAConfig
