@@ -139,7 +139,7 @@ def run_path(config: Any, dataset: str, kind: str = "qa") -> Path:
 
 
 # Sources whose content defines the code version of stored QA records.
-STORE_CODE = ["gnuq_core.qa.engine", "gnuq_core.lm.scoring", "gnuq_core.lm.decoding", "gnuq_core.lm.gradient", "gnuq_core.lm.anatomy", "gnuq_core.estimators.hooks", "gnuq_core.lm.prompts",
+STORE_CODE = ["gnuq_core.qa.engine", "gnuq_core.lm.scoring", "gnuq_core.lm.decoding", "gnuq_core.lm.gradient", "gnuq_core.lm.anatomy", "gnuq_core.estimators.core", "gnuq_core.estimators.hooks", "gnuq_core.lm.prompts",
               "gnuq_core.lm.baselines", "gnuq_core.lm.clustering", "gnuq_core.lm.models"]
 
 
