@@ -1,0 +1,36 @@
+"""A non-editable install ships every subpackage (an editable install would hide a missing one)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+from gnuq_core.repro.paths import REPO_ROOT
+
+
+def test_wheel_contains_and_imports_every_subpackage(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO_ROOT / name, src / name)
+    shutil.copytree(REPO_ROOT / "gnuq_core", src / "gnuq_core", ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q",
+                    "-w", str(tmp_path / "dist"), str(src)], check=True, capture_output=True)
+    (wheel,) = (tmp_path / "dist").glob("gnuq-*.whl")
+    shipped = set(zipfile.ZipFile(wheel).namelist())
+    sources = {p.relative_to(REPO_ROOT).as_posix() for p in (REPO_ROOT / "gnuq_core").rglob("*.py")}
+    assert not sources - shipped, f"missing from the wheel: {sorted(sources - shipped)}"
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    packages = sorted({str(Path(s).parent).replace("/", ".") for s in sources if s.endswith("__init__.py")})
+    code = ("import importlib, sys\n"
+            f"for p in {packages!r}:\n"
+            "    m = importlib.import_module(p)\n"
+            f"    assert m.__file__.startswith({str(site)!r}), m.__file__\n"
+            "print('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                         env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
