@@ -6,6 +6,13 @@ flushes and fsyncs it, so a killed run loses at most the record in flight; a tor
 line (no newline, or not JSON) is cut off when the file is opened again. Records whose id
 is already present are skipped, so resuming never duplicates. Opening an existing file
 with a different configuration is an error (`ConfigMismatch`).
+
+One writer per file: a `RecordFile` holds an advisory lock (``flock``, non-blocking) on
+its file from opening until `RecordFile.close` (or until it is garbage-collected, or the
+process ends), so a second process opening the same file is refused (`OutputLocked`,
+naming the pid that holds it) before it changes anything. Several `RecordFile` objects of
+one process share the lock. A path that cannot hold a result file (a folder, a parent that
+is a file, no permission) is refused with `OutputPathError` before anything is written.
 """
 
 from __future__ import annotations
@@ -13,16 +20,101 @@ from __future__ import annotations
 import json
 import os
 import warnings
+import weakref
 from pathlib import Path
 from typing import Any, Iterator
 
 from gnuq_core.repro.cache import config_key
 
-__all__ = ["ConfigMismatch", "RecordFile", "read_records"]
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: no locking
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["ConfigMismatch", "OutputLocked", "OutputPathError", "RecordFile", "check_output_path", "read_records"]
 
 
 class ConfigMismatch(ValueError):
     """The output file was written by a run with a different configuration."""
+
+
+class OutputLocked(ValueError):
+    """Another process is writing the same result file."""
+
+
+class OutputPathError(ValueError):
+    """A result-file path that cannot be written (a folder, a parent that is a file, no permission)."""
+
+
+def check_output_path(path: str | Path) -> None:
+    """Raise `OutputPathError` (one line naming the path) unless a result file can be written at ``path``.
+
+    Checks without creating anything: ``path`` is not a folder; every existing ancestor is
+    a folder; the file (if it exists) or its nearest existing folder is writable.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise OutputPathError(f"{path} is a directory: --out needs a file path, e.g. {path / 'run.jsonl'}")
+    for parent in path.parents:
+        if parent.exists() or parent.is_symlink():
+            if not parent.is_dir():
+                raise OutputPathError(f"{path}: {parent} is a file, not a folder: choose another --out")
+            if not path.exists() and not os.access(parent, os.W_OK | os.X_OK):
+                raise OutputPathError(f"{path}: no permission to create files in {parent}: choose another --out")
+            break
+    if path.exists() and not os.access(path, os.W_OK):
+        raise OutputPathError(f"{path} is not writable (permission denied): choose another --out")
+
+
+# One lock per file and process, shared by the process's RecordFile objects: {resolved path: [fd, users]}.
+_HELD: dict[str, list[int]] = {}
+
+
+def _lock_holder(fd: int) -> str:
+    """The pid holding a flock on the file of ``fd`` (from /proc/locks on Linux), or ``"unknown"``."""
+    inode = os.fstat(fd).st_ino
+    try:
+        with open("/proc/locks") as f:
+            for line in f:
+                fields = line.split()
+                if "FLOCK" in fields and len(fields) > 5 and fields[5].endswith(f":{inode}"):
+                    return fields[4]
+    except OSError:
+        pass
+    return "unknown"
+
+
+def _acquire(path: Path) -> str:
+    """Open (creating it empty if missing) and lock ``path`` for this process; returns the registry key."""
+    key = str(path.resolve())
+    if key in _HELD:
+        _HELD[key][1] += 1
+        return key
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as err:
+        raise OutputPathError(f"{path}: cannot create the file ({err.strerror}): choose another --out") from None
+    if fcntl is not None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _lock_holder(fd)
+            os.close(fd)
+            raise OutputLocked(f"{path} is being written by another process (pid {holder}): wait for it to "
+                               "finish, or choose another --out") from None
+    _HELD[key] = [fd, 1]
+    return key
+
+
+def _release(key: str) -> None:
+    entry = _HELD.get(key)
+    if entry is None:
+        return
+    entry[1] -= 1
+    if entry[1] <= 0:
+        del _HELD[key]
+        os.close(entry[0])  # closing the descriptor releases the flock
 
 
 def _canonical(config: dict[str, Any]) -> dict[str, Any]:
@@ -44,11 +136,30 @@ class RecordFile:
         self.path = Path(path)
         self.config = _canonical(config)
         self.done: set[str] = set()
-        if self.path.exists() and self.path.stat().st_size > 0:
-            self._open_existing()
-        else:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._write_line({"type": "header", "config": self.config, "config_key": config_key(self.config)})
+        check_output_path(self.path)
+        created = not self.path.exists()
+        self._key = _acquire(self.path)
+        self._finalizer = weakref.finalize(self, _release, self._key)
+        try:
+            if self.path.stat().st_size > 0:
+                self._open_existing()
+            else:
+                self._write_line({"type": "header", "config": self.config, "config_key": config_key(self.config)})
+        except BaseException:
+            self.close()
+            if created and self.path.exists() and self.path.stat().st_size == 0:
+                self.path.unlink()
+            raise
+
+    def close(self) -> None:
+        """Release this object's share of the file lock (idempotent)."""
+        self._finalizer()
+
+    def __enter__(self) -> "RecordFile":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
     def _open_existing(self) -> None:
         raw = self.path.read_bytes()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -59,3 +60,77 @@ def test_non_finite_values_rejected(tmp_path):
     rf = RecordFile(tmp_path / "o.jsonl", {})
     with pytest.raises(ValueError):
         rf.append("q", {"x": float("inf")})
+
+
+HOLD = """
+import sys
+from gnuq_core.repro.records import RecordFile
+rf = RecordFile(sys.argv[1], {"a": 1})
+rf.append("q1", {"x": 1})
+print("locked", flush=True)
+sys.stdin.read()  # hold the lock until the parent closes our stdin
+rf.append("q2", {"x": 2})
+"""
+
+
+def _holder(path):
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", HOLD, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout.readline().strip() == "locked"
+    return proc
+
+
+def test_second_writer_in_another_process_is_refused_naming_the_pid(tmp_path):
+    from gnuq_core.repro.records import OutputLocked
+
+    path = tmp_path / "out.jsonl"
+    proc = _holder(path)
+    try:
+        before = path.read_bytes()
+        with pytest.raises(OutputLocked, match=rf"out.jsonl is being written by another process \(pid {proc.pid}\)"):
+            RecordFile(path, {"a": 1})
+        assert path.read_bytes() == before  # the refused writer changed nothing
+    finally:
+        proc.stdin.close()
+        assert proc.wait(timeout=60) == 0
+    rf = RecordFile(path, {"a": 1})  # the lock is free once the holder is gone
+    assert rf.done == {"q1", "q2"}
+    rf.close()
+
+
+def test_one_process_may_open_a_file_twice_and_close_releases(tmp_path):
+    path = tmp_path / "out.jsonl"
+    first = RecordFile(path, {"a": 1})
+    second = RecordFile(path, {"a": 1})  # same process: shares the lock
+    second.append("q1", {})
+    second.close()
+    first.close()
+    first.close()  # idempotent
+    with RecordFile(path, {"a": 1}) as again:
+        assert again.done == {"q1"}
+
+
+@pytest.mark.parametrize("case", ["directory", "parent_is_file", "unwritable"])
+def test_unusable_paths_are_refused_before_writing(tmp_path, case):
+    import os
+
+    from gnuq_core.repro.records import OutputPathError
+
+    if case == "directory":
+        path, match = tmp_path, "is a directory: --out needs a file path"
+    elif case == "parent_is_file":
+        (tmp_path / "f").write_text("x")
+        path, match = tmp_path / "f" / "run.jsonl", "f is a file, not a folder"
+    else:
+        if os.geteuid() == 0:  # root may write anywhere chmod forbids; /sys refuses even root
+            path = Path("/sys/gnuq-test/run.jsonl")
+        else:
+            (tmp_path / "ro").mkdir()
+            (tmp_path / "ro").chmod(0o500)
+            path = tmp_path / "ro" / "run.jsonl"
+        match = "(no permission|cannot create)"
+    with pytest.raises(OutputPathError, match=match):
+        RecordFile(path, {"a": 1})
