@@ -59,7 +59,7 @@ use_results_store = False  # per-question records in the repository's results/ (
 store_verify = 2  # stored questions recomputed and compared per model and dataset
 torch_threads = 0  # 0 keeps the torch default; 1 is faster on a machine shared with other jobs
 
-# %%
+# %% tags=["remove-cell"]
 import gc
 import logging
 import os
@@ -83,7 +83,7 @@ from scipy.stats import ConstantInputWarning, spearmanr
 
 from gnuq_core.repro import claims
 from gnuq_core.qa import auroc as evaluation
-from gnuq_core.qa import grading
+from gnuq_core.qa import grading, headline, scores
 from gnuq_core.qa import study as qa_study
 from gnuq_core.qa import transfer
 from gnuq_core.qa.data import load_qa
@@ -355,9 +355,7 @@ display(corr_wide.round(2))
 # between random and oracle rejection that the score closes).
 
 # %%
-MAIN = ["epistemic", "aleatoric", "combined", "grad_log_p", "grad_log_p_per_token", "grad_log_p_norm", "p_true",
-        "max_seq_prob", "perplexity", "mean_token_entropy", "predictive_entropy", "ln_predictive_entropy",
-        "semantic_entropy", "discrete_semantic_entropy"]
+MAIN = scores.names(kind=("estimator", "decomposition", "baseline"))  # the registry, gnuq_core.qa.scores
 res: dict[tuple[str, str, str], evaluation.AurocCI] = {}
 auc_rows = []
 for (name, d), t in tables.items():
@@ -417,7 +415,7 @@ display(aucs.round(3))
 # %%
 abl_rows = []
 for (name, d), t in tables.items():
-    for m in ["epistemic", "aleatoric", "combined"]:
+    for m in scores.names(kind="estimator"):  # each beside its "_norm" twin (kind "normalised")
         row = {"model": SHORT.get(name, name), "dataset": NAMES[d], "score": m}
         for suffix, label in (("", "sequence p"), ("_norm", "normalised p̄")):
             r = evaluation.bootstrap_auroc(t["incorrect"], t[m + suffix], n_boot=n_boot, seed=seed)
@@ -441,16 +439,13 @@ display(ablation.round(3))
 # %%
 share_rows, grp_auc_rows = [], []
 for (name, d), recs in runs.items():
-    t = tables[name, d].set_index("id").loc[list(groups[name, d])].reset_index()
-    g = pd.DataFrame(list(groups[name, d].values()))
+    g, epi, wrong = qa_study.group_scores(tables[name, d], groups[name, d])
     share = g.div(g.sum(axis=1), axis=0).mean()
     share_rows.append(share.rename(f"{SHORT.get(name, name)} · {NAMES[d]}"))
     for col in g.columns:
-        s = 2 * t["log_p"].to_numpy() / np.log(10) + np.log10(np.maximum(g[col].to_numpy(), 1e-300))
         grp_auc_rows.append({"model": SHORT.get(name, name), "dataset": NAMES[d], "group": col,
-                             "AUROC of p²‖∇_group log p‖²": evaluation.auroc(t["incorrect"], s),
-                             "AUROC of ‖∇_group log p‖²": evaluation.auroc(t["incorrect"], np.log10(
-                                 np.maximum(g[col].to_numpy(), 1e-300)))})
+                             "AUROC of p²‖∇_group log p‖²": evaluation.auroc(wrong, epi[col]),
+                             "AUROC of ‖∇_group log p‖²": evaluation.auroc(wrong, g[col])})
 shares = pd.DataFrame(share_rows).T
 fig, ax = plt.subplots(figsize=(8, 3.4))
 for col in shares.columns:
@@ -600,8 +595,10 @@ display(scales.round(2))
 #
 # For C6 and C7 each method's AUROC is the **mean over the models** (each model's own
 # AUROC, then averaged), with a bootstrap interval from averaging the models' bootstrap
-# replicates (same resamples for every method within a model). A model with no correct
-# (or no wrong) answer on a dataset has no AUROC there and is left out of the mean. C9's
+# replicates (same resamples for every method within a model); the methods compared are
+# those the score registry marks for the claims. A model with fewer than `min_per_class`
+# correct (or wrong) answers on a dataset is left out of the mean: its AUROC would rest on
+# a handful of answers. C9's
 # number is the mean transferred balanced accuracy over both directions and both datasets.
 # If no model has both kinds of answers, a claim cannot be measured: it is then recorded as
 # AUROC 0.5 with the uninformative interval [0, 1] and flagged `degenerate` in the ledger
@@ -609,76 +606,20 @@ display(scales.round(2))
 # the smoke test).
 
 # %%
-def macro(dataset: str, method: str) -> tuple[float, float, float]:
-    """Mean over models of the AUROC of ``method`` on ``dataset``, with a bootstrap CI.
-
-    A model with fewer than ``min_per_class`` correct (or incorrect) answers is left out:
-    its AUROC would rest on a handful of items."""
-    pts, reps = [], []
-    for name in models:
-        t = tables[name, dataset]
-        if t[method].isna().any():
-            return float("nan"), float("nan"), float("nan")
-        n_wrong = int(t["incorrect"].sum())
-        if min(n_wrong, len(t) - n_wrong) < min_per_class:
-            continue  # too few correct (or incorrect) answers for an AUROC worth reporting
-        y, s = t["incorrect"].to_numpy(float), t[method].to_numpy(float)
-        idx = np.random.default_rng(seed).integers(0, len(y), (n_boot, len(y)))
-        reps.append(evaluation._auroc_rows(y[idx], s[idx]))
-        pts.append(evaluation.auroc(y, s))
-    if not reps:
-        return float("nan"), float("nan"), float("nan")
-    rep = np.mean(reps, axis=0)  # a resample with one class in some model is dropped below
-    rep = rep[np.isfinite(rep)]
-    lo, hi = np.quantile(rep, [0.025, 0.975])
-    p = float(np.mean(pts))
-    return p, float(min(lo, p)), float(max(hi, p))
-
-
-CLAIM_METHODS = ["epistemic", "aleatoric", "combined", "p_true", "max_seq_prob", "mean_token_entropy",
-                 "predictive_entropy", "ln_predictive_entropy", "semantic_entropy"]
-macro_res = {d: {m: macro(d, m) for m in CLAIM_METHODS + ["grad_log_p", "grad_log_p_norm", "perplexity"]}
+CLAIM_METHODS = scores.names(claim=True)  # the methods C6 and C7 compare, from the registry
+macro_res = {d: headline.mean_aurocs([tables[name, d] for name in models],
+                                     CLAIM_METHODS + ["grad_log_p", "grad_log_p_norm", "perplexity"],
+                                     min_per_class=min_per_class, n_boot=n_boot, seed=seed)
              for d in DATASETS}
 settings = {"profile": profile, "models": models, "n_truthfulqa": len(subsets["truthfulqa"]),
             "n_triviaqa": len(subsets["triviaqa"]), "n_samples": n_samples, "max_new_tokens": max_new_tokens,
             "n_boot": n_boot, "seed": seed, "labels": "TruthfulQA ROUGE-L rule; TriviaQA alias contained"}
-
-
-def finite_or_chance(v: tuple[float, float, float]) -> tuple[float, tuple[float, float], bool]:
-    """A measurement needs finite numbers; a degenerate sample (one class) is recorded as
-    uninformative: AUROC 0.5 with interval [0, 1]."""
-    if all(np.isfinite(v)):
-        return v[0], (v[1], v[2]), False
-    return 0.5, (0.0, 1.0), True
-
-
-def clean(d: dict) -> dict:
-    return {k: (float(v) if np.isfinite(v) else 0.5) for k, v in d.items()}
-
-
-def auroc_details(res: dict, degenerate: bool) -> dict:
-    """The C6/C7 rule's inputs: every method's AUROC and CI (uninformative where undefined)."""
-    return {"auroc": clean({m: res[m][0] for m in CLAIM_METHODS}),
-            "ci": {m: ([res[m][1], res[m][2]] if np.isfinite(res[m][0]) else [0.0, 1.0]) for m in CLAIM_METHODS},
-            "degenerate": degenerate}
-
-
-tf = macro_res["truthfulqa"]
-v6, ci6, deg6 = finite_or_chance(tf["combined"])
-e6 = claims.record(claims.Measurement("C6", v6, ci6, settings, auroc_details(tf, deg6)))
-tq = macro_res["triviaqa"]
-v7, ci7, deg7 = finite_or_chance(tq["epistemic"])
-e7 = claims.record(claims.Measurement("C7", v7, ci7, settings, auroc_details(tq, deg7)))
-if tr_results:
-    v9, ci9 = transfer.mean_with_ci(tr_results)
-    within = float(np.nanmean([r.within_ba for r in tr_results]))
-else:
-    v9, ci9, within = float("nan"), (float("nan"), float("nan")), float("nan")
-deg9 = not all(np.isfinite([v9, *ci9, within]))
-if deg9:
-    v9, ci9, within = 0.5, (0.0, 1.0), 0.5
-e9 = claims.record(claims.Measurement("C9", v9, ci9, settings, {
-    "within_model_balanced_accuracy": within, "score": "log10 ||grad p||^2", "degenerate": deg9}))
+tf, tq = macro_res["truthfulqa"], macro_res["triviaqa"]
+e6 = claims.record(headline.auroc_measurement("C6", tf, settings))
+e7 = claims.record(headline.auroc_measurement("C7", tq, settings))
+m9 = headline.transfer_measurement(tr_results, settings)
+e9 = claims.record(m9)
+within = m9.details["within_model_balanced_accuracy"]
 
 claim_tab = pd.DataFrame([
     {"claim": "C6", "measured": "AUROC of combined, TruthfulQA", "value": e6["value"], "CI": e6["ci"],
@@ -695,7 +636,7 @@ for d, short in (("truthfulqa", "tfqa"), ("triviaqa", "tqa")):
         v = macro_res[d][m][0]
         glue(f"macro_{short}_{m}", float(v) if np.isfinite(v) else 0.5, display=False)
 for key, entry, aurocs in (("c6", e6, tf), ("c7", e7, tq)):
-    best = max(CLAIM_METHODS, key=lambda m: -1 if not np.isfinite(aurocs[m][0]) else aurocs[m][0])
+    best = headline.best_score(aurocs)
     glue(f"{key}_value", float(entry["value"]), display=False)
     glue(f"{key}_lo", float(entry["ci"][0]), display=False)
     glue(f"{key}_hi", float(entry["ci"][1]), display=False)
@@ -749,5 +690,5 @@ display(claim_tab)
 # to cite.
 # ```
 
-# %%
+# %% tags=["remove-input"]
 prov.show()

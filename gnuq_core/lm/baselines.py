@@ -6,8 +6,10 @@ cluster ids from `gnuq_core.lm.clustering`) so that cached generations can be re
 without running the model. The one extra model pass a baseline needs, P(True), is the
 function `p_true`.
 
-Orientation: `UNCERTAINTY_SIGN` says whether a larger value means *more* uncertain (+1)
-or more confident (-1); multiply by it before computing an AUROC for "answer is wrong".
+These are the formulas, in the orientation their papers define (the sequence probability
+and P(True) are confidences). Scores of a QA record are declared, oriented ("higher = less
+certain") and cited once in `gnuq_core.qa.scores`, the only caller of the sample-based
+entropies (predictive, semantic): semantic entropy is computed here and nowhere else.
 """
 
 from __future__ import annotations
@@ -18,22 +20,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["UNCERTAINTY_SIGN", "max_sequence_probability", "mean_token_entropy", "perplexity",
-           "predictive_entropy", "length_normalized_predictive_entropy", "semantic_entropy",
-           "discrete_semantic_entropy", "p_true", "all_sample_baselines"]
-
-UNCERTAINTY_SIGN: dict[str, int] = {
-    "max_sequence_probability": -1,
-    "mean_token_entropy": +1,
-    "perplexity": +1,
-    "p_true": -1,
-    "predictive_entropy": +1,
-    "ln_predictive_entropy": +1,
-    "semantic_entropy": +1,
-    "discrete_semantic_entropy": +1,
-    # gradient-norm estimates (gnuq_core.lm.scoring)
-    "epistemic": +1, "aleatoric": +1, "combined": +1, "log10_epistemic": +1,
-}
+__all__ = ["max_sequence_probability", "mean_token_entropy", "perplexity", "predictive_entropy",
+           "length_normalized_predictive_entropy", "semantic_entropy", "discrete_semantic_entropy", "p_true"]
 
 
 def _check(lps: Sequence[float]) -> np.ndarray:
@@ -118,20 +106,6 @@ def discrete_semantic_entropy(cluster_ids: Sequence[int]) -> float:
     _, counts = np.unique(cid, return_counts=True)
     f = counts / counts.sum()
     return float(-(f * np.log(f)).sum())
-
-
-def all_sample_baselines(samples: Sequence[Any], cluster_ids: Sequence[int]) -> dict[str, float]:
-    """Predictive, length-normalised predictive, semantic and discrete semantic entropy of
-    `gnuq_core.lm.decoding.Sample` objects and their cluster ids."""
-    lps = [s.log_prob for s in samples]
-    lens = [len(s.answer_ids) for s in samples]
-    return {
-        "predictive_entropy": predictive_entropy(lps),
-        "ln_predictive_entropy": length_normalized_predictive_entropy(lps, lens),
-        "semantic_entropy": semantic_entropy(lps, cluster_ids, lens),
-        "discrete_semantic_entropy": discrete_semantic_entropy(cluster_ids),
-        "n_clusters": float(len(set(cluster_ids))),
-    }
 
 
 def p_true(model: Any, tokenizer: Any, question: str, answer: str, *, style: str = "chat") -> dict[str, float]:

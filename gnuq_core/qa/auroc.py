@@ -2,8 +2,8 @@
 
 Convention throughout: ``incorrect`` is 1 where the answer is wrong, and ``score`` is an
 *uncertainty* (higher = less sure), so a useful score has AUROC > 0.5. Confidence scores
-(P(True), sequence probability) must be negated first (see
-`gnuq_core.lm.baselines.UNCERTAINTY_SIGN`).
+(P(True), sequence probability) must be negated first (the registered scores of
+`gnuq_core.qa.scores` already are).
 
 * `auroc`: scikit-learn's ``roc_auc_score`` (NaN when only one class is present).
 * `bootstrap_auroc`: percentile bootstrap over questions, vectorised through the rank
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import rankdata
 
-__all__ = ["auroc", "AurocCI", "bootstrap_auroc", "paired_bootstrap_difference", "roc", "prr",
+__all__ = ["auroc", "AurocCI", "bootstrap_auroc", "bootstrap_replicates", "paired_bootstrap_difference", "roc", "prr",
            "rejection_curve", "balanced_accuracy"]
 
 
@@ -83,6 +83,15 @@ class AurocCI:
 
 def _resample_index(n: int, n_boot: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+
+
+def bootstrap_replicates(incorrect: Sequence[float], score: Sequence[float], *, n_boot: int = 2000,
+                         seed: int = 0) -> np.ndarray:
+    """AUROC of each of ``n_boot`` resamples of the questions (the resamples of
+    `bootstrap_auroc` with the same seed); NaN where a resample has one class only."""
+    y, s = _xy(incorrect, score)
+    idx = _resample_index(y.size, n_boot, seed)
+    return _auroc_rows(y[idx], s[idx])
 
 
 def bootstrap_auroc(incorrect: Sequence[float], score: Sequence[float], *, n_boot: int = 2000, seed: int = 0,

@@ -5,7 +5,8 @@ forward-backward on the greedy answer; P(True) (one forward); N temperature samp
 (shared by predictive, length-normalised predictive and semantic entropy); clustering
 of the samples. The record keeps the raw pass outputs (token log-probs, entropies,
 sampled answers with their log-probs and cluster ids), so every cheap score can be
-recomputed from the file without the model.
+recomputed from the file without the model: the scores are declared once, in
+`gnuq_core.qa.scores`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from gnuq_core.lm import baselines as bl
+from gnuq_core.qa import scores as registry
 
 __all__ = ["QAConfig", "evaluate_question", "question_record", "resolved_style", "run_benchmark", "rescore", "clean"]
 
@@ -113,11 +115,9 @@ def evaluate_question(model: Any, tokenizer: Any, question: str, config: QAConfi
         "combined": seq.combined,
         "normalized": {"p": norm.p, "log10_epistemic": norm.log10_epistemic, "epistemic": norm.epistemic,
                        "aleatoric": norm.aleatoric, "combined": norm.combined},
-        "max_sequence_probability": bl.max_sequence_probability(gen.token_log_probs),
-        "mean_token_entropy": bl.mean_token_entropy(gen.token_entropies),
-        "perplexity": bl.perplexity(gen.token_log_probs),
     }
     record: dict[str, Any] = {"answer": res.answer, "generation": asdict(gen)}
+    scores.update(_generation_values(record))
     if config.p_true:
         with _Clock(timings, cpu, "p_true"):
             scores["p_true"] = bl.p_true(model, tokenizer, question, res.answer, style=style)["p_true"]
@@ -128,31 +128,44 @@ def evaluate_question(model: Any, tokenizer: Any, question: str, config: QAConfi
                                      seed=config.seed)
         with _Clock(timings, cpu, "cluster"):
             clusters = clusterer([s.answer for s in samples])
-        scores.update(bl.all_sample_baselines(samples, clusters))
         record["samples"] = [{"answer": s.answer, "answer_ids": s.answer_ids, "token_log_probs": s.token_log_probs,
                               "stop_reason": s.stop_reason, "cluster": c} for s, c in zip(samples, clusters)]
+        scores.update(_sample_values(record))
     record["scores"] = scores
     record["timings"] = {**timings, "cpu": cpu}
     return clean(record)
 
 
-def rescore(record: dict[str, Any], clusterer: Any = None) -> dict[str, float]:
-    """Recompute the cheap baselines of a stored record without the model.
-
-    Uses the stored greedy token log-probs/entropies and samples; with ``clusterer`` the
-    samples are clustered again (e.g. to compare the exact and embedding clusterers).
-    """
-    from gnuq_core.lm.decoding import Sample
-
+def _generation_values(record: dict[str, Any]) -> dict[str, float]:
+    """The greedy answer's baselines a record stores in ``scores``, as their papers define them
+    (the maximum sequence probability is a probability, the perplexity exp(−mean log p_t))."""
     gen = record["generation"]
-    out = {"max_sequence_probability": bl.max_sequence_probability(gen["token_log_probs"]),
-           "mean_token_entropy": bl.mean_token_entropy(gen["token_entropies"]),
-           "perplexity": bl.perplexity(gen["token_log_probs"])}
+    return {"max_sequence_probability": bl.max_sequence_probability(gen["token_log_probs"]),
+            "mean_token_entropy": registry.get("mean_token_entropy")(record),
+            "perplexity": bl.perplexity(gen["token_log_probs"])}
+
+
+def _sample_values(record: dict[str, Any]) -> dict[str, float]:
+    """The sampling baselines a record stores in ``scores`` (from `gnuq_core.qa.scores`), and
+    the number of meaning clusters."""
+    out = registry.score_record(record, registry.names(needs="sample"), missing="raise")
+    out["n_clusters"] = float(len({s["cluster"] for s in record["samples"]}))
+    return out
+
+
+def rescore(record: dict[str, Any], clusterer: Any = None) -> dict[str, float]:
+    """Recompute the cheap baselines a record stores in ``scores``, without the model.
+
+    Uses the stored greedy token log-probs/entropies and samples, through the score registry
+    `gnuq_core.qa.scores`; with ``clusterer`` the samples are clustered again (e.g. to compare
+    the exact and embedding clusterers).
+    """
+    if clusterer is not None and record.get("samples"):
+        ids = clusterer([s["answer"] for s in record["samples"]])
+        record = {**record, "samples": [{**s, "cluster": c} for s, c in zip(record["samples"], ids)]}
+    out = _generation_values(record)
     if record.get("samples"):
-        samples = [Sample(s["answer_ids"], s["answer"], s["token_log_probs"], s["stop_reason"])
-                   for s in record["samples"]]
-        clusters = clusterer([s.answer for s in samples]) if clusterer else [s["cluster"] for s in record["samples"]]
-        out.update(bl.all_sample_baselines(samples, clusters))
+        out.update(_sample_values(record))
     return out
 
 

@@ -12,13 +12,12 @@ This module glues the engine (`gnuq_core.qa.engine`, `gnuq_core.lm.scoring`) to 
 * `variant_costs`: seconds per forward-backward pass for all parameters, all but the
   embeddings, and the last block only.
 * `score_table`: one row per question: answer, length, stop reason, correctness labels
-  from every judge (`gnuq_core.qa.grading`) and every uncertainty score of `METHODS`,
-  oriented so that larger = more uncertain.
+  from every judge (`gnuq_core.qa.grading`) and every uncertainty score of the registry
+  `gnuq_core.qa.scores`, oriented so that larger = more uncertain.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
@@ -27,80 +26,12 @@ from typing import Any
 
 import numpy as np
 
+from gnuq_core.qa import scores
 from gnuq_core.repro.cache import config_key
 from gnuq_core.repro.paths import cache_dir
 
-__all__ = ["METHODS", "HEADLINE_METHODS", "CATEGORY_GROUPS", "category_group", "select_items", "run_path",
-           "run_dataset", "run_group_norms", "variant_costs", "score_table", "aligned"]
-
-LN10 = math.log(10.0)
-
-# name -> (what it is, function(record) -> uncertainty (larger = less sure)).
-# Ranks are all that AUROC sees, so log10 versions are used where values underflow.
-_S = dict[str, Any]
-
-
-def _n(r: _S) -> int:
-    return max(len(r["generation"]["answer_ids"]), 1)
-
-
-def _log10_grad(r: _S) -> float:
-    v = r["scores"]["log10_grad_log_p_sq"]
-    return -300.0 if v is None else v
-
-
-def _log10_epi(r: _S) -> float:
-    v = r["scores"]["log10_epistemic"]
-    return -300.0 if v is None else v
-
-
-def _combined(log10_epi: float, p: float) -> float:
-    """log10(epistemic + aleatoric), computed without overflow or underflow."""
-    ale = p * (1 - p)
-    if ale <= 0:
-        return log10_epi
-    a = math.log10(ale)
-    hi, lo = max(a, log10_epi), min(a, log10_epi)
-    return hi + math.log10(1 + 10 ** (lo - hi))
-
-
-def _norm_log10_epi(r: _S) -> float:
-    lp = r["scores"]["log_p"] / _n(r)
-    return 2 * lp / LN10 + _log10_grad(r) - 2 * math.log10(_n(r))
-
-
-def _norm_p(r: _S) -> float:
-    return math.exp(r["scores"]["log_p"] / _n(r))
-
-
-METHODS: dict[str, tuple[str, Callable[[_S], float]]] = {
-    # the paper's estimator, p = whole-sequence probability
-    "epistemic": ("‖∇θ p‖² (log10), p = sequence probability", _log10_epi),
-    "aleatoric": ("p (1 − p), p = sequence probability", lambda r: r["scores"]["aleatoric"]),
-    "combined": ("epistemic + aleatoric (log10), p = sequence probability",
-                 lambda r: _combined(_log10_epi(r), r["scores"]["p"])),
-    # the same with the length-normalised p = exp(mean log p_t)
-    "epistemic_norm": ("‖∇θ p̄‖², p̄ = exp(mean_t log p_t)", _norm_log10_epi),
-    "aleatoric_norm": ("p̄ (1 − p̄)", lambda r: _norm_p(r) * (1 - _norm_p(r))),
-    "combined_norm": ("‖∇θ p̄‖² + p̄ (1 − p̄) (log10)", lambda r: _combined(_norm_log10_epi(r), _norm_p(r))),
-    # decomposition: ‖∇p‖² = p² ‖∇ log p‖²
-    "grad_log_p": ("‖∇θ log p‖² (log10): the gradient without the p² factor", _log10_grad),
-    "grad_log_p_per_token": ("‖∇θ log p‖² / T (log10)", lambda r: _log10_grad(r) - math.log10(_n(r))),
-    "grad_log_p_norm": ("‖∇θ log p̄‖² = ‖∇θ log p‖² / T² (log10)", lambda r: _log10_grad(r) - 2 * math.log10(_n(r))),
-    # baselines
-    "p_true": ("1 − P(True) (Kadavath et al. 2022)", lambda r: 1 - r["scores"]["p_true"]),
-    "max_seq_prob": ("−log p of the greedy answer (maximum sequence probability)", lambda r: -r["scores"]["log_p"]),
-    "perplexity": ("−mean_t log p_t of the greedy answer", lambda r: -r["scores"]["log_p"] / _n(r)),
-    "mean_token_entropy": ("mean next-token entropy over the answer", lambda r: r["scores"]["mean_token_entropy"]),
-    "predictive_entropy": ("−mean log p of N samples", lambda r: r["scores"]["predictive_entropy"]),
-    "ln_predictive_entropy": ("−mean (log p / length) of N samples", lambda r: r["scores"]["ln_predictive_entropy"]),
-    "semantic_entropy": ("entropy over meaning clusters of N samples (length-normalised p)",
-                         lambda r: r["scores"]["semantic_entropy"]),
-    "discrete_semantic_entropy": ("entropy of cluster frequencies of N samples",
-                                  lambda r: r["scores"]["discrete_semantic_entropy"]),
-}
-HEADLINE_METHODS = ("epistemic", "aleatoric", "combined", "p_true", "max_seq_prob", "mean_token_entropy",
-                    "predictive_entropy", "ln_predictive_entropy", "semantic_entropy")
+__all__ = ["CATEGORY_GROUPS", "category_group", "select_items", "run_path",
+           "run_dataset", "run_group_norms", "variant_costs", "score_table", "group_scores", "aligned"]
 
 CATEGORY_GROUPS: dict[str, tuple[str, ...]] = {
     "Misconceptions & myths": ("Misconceptions", "Misconceptions: Topical", "Myths and Fairytales", "Superstitions",
@@ -140,7 +71,7 @@ def run_path(config: Any, dataset: str, kind: str = "qa") -> Path:
 
 # Sources whose content defines the code version of stored QA records.
 STORE_CODE = ["gnuq_core.qa.engine", "gnuq_core.lm.scoring", "gnuq_core.lm.decoding", "gnuq_core.lm.gradient", "gnuq_core.lm.anatomy", "gnuq_core.estimators.core", "gnuq_core.estimators.hooks", "gnuq_core.lm.prompts",
-              "gnuq_core.lm.baselines", "gnuq_core.lm.clustering", "gnuq_core.lm.models"]
+              "gnuq_core.lm.baselines", "gnuq_core.lm.clustering", "gnuq_core.lm.models", "gnuq_core.qa.scores"]
 
 
 def storable(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -258,23 +189,10 @@ def variant_costs(loaded: Any, records: Sequence[Mapping[str, Any]], *, n: int =
     return out
 
 
-def _variant_scores(r: Mapping[str, Any], group_sq: Mapping[str, float] | None) -> dict[str, float]:
-    if not group_sq:
-        return {}
-    lp = r["scores"]["log_p"]
-    total = sum(group_sq.values())
-    blocks = sorted(g for g in group_sq if g.startswith("block"))
-    out = {}
-    for name, v in (("epistemic_no_embeddings", total - group_sq.get("embeddings", 0.0)),
-                    ("epistemic_last_block", group_sq[blocks[-1]] if blocks else 0.0)):
-        out[name] = 2 * lp / LN10 + (math.log10(v) if v > 0 else -300.0)
-    return out
-
-
 def score_table(records: Sequence[Mapping[str, Any]], items: Mapping[str, Any], *,
                 embed: Callable[[list[str]], Any] | None = None,
                 group_norms: Mapping[str, Mapping[str, float]] | None = None) -> Any:
-    """One row per record: labels from every judge and every score in `METHODS`.
+    """One row per record: labels from every judge and every score of `gnuq_core.qa.scores`.
 
     Parameters
     ----------
@@ -286,7 +204,8 @@ def score_table(records: Sequence[Mapping[str, Any]], items: Mapping[str, Any], 
     embed : callable, optional
         Sentence encoder for the TruthfulQA embedding judge (``correct_embed``).
     group_norms : mapping, optional
-        Output of `run_group_norms`: adds the cheap-variant scores.
+        Output of `run_group_norms` (the field ``group_sq`` of the variant scores; NaN for
+        records without it).
 
     Returns
     -------
@@ -323,18 +242,44 @@ def score_table(records: Sequence[Mapping[str, Any]], items: Mapping[str, Any], 
                                                                     ci["incorrect_answers"], embed)
             cat = it.extra.get("category", "")
             row.update(category=cat, category_group=category_group(cat))
-        for name, (_, fn) in METHODS.items():
-            try:
-                row[name] = float(fn(r))
-            except (KeyError, TypeError):
-                row[name] = float("nan")  # a baseline that was not run (e.g. no samples)
-        row.update(_variant_scores(r, (group_norms or {}).get(r["id"])))
+        group_sq = (group_norms or {}).get(r["id"])
+        # a score whose pass was not run (no samples, no per-group split) is NaN
+        row.update(scores.score_record({**r, "group_sq": group_sq} if group_sq else r))
         rows.append(row)
     df = pd.DataFrame(rows)
     if len(df):
         df["correct"] = df["correct"].astype(bool)
         df["incorrect"] = (~df["correct"]).astype(int)
     return df
+
+
+def group_scores(table: Any, group_norms: Mapping[str, Mapping[str, float]]) -> tuple[Any, Any, Any]:
+    """Per parameter group, the scores of the records that were split by group.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        `score_table` of the records (one model, one dataset).
+    group_norms : mapping
+        `group_norms_of` output, ``{record id: {group: ||grad_group log p||^2}}``.
+
+    Returns
+    -------
+    grad_sq, log10_epistemic : pandas.DataFrame
+        One row per record of ``group_norms`` (in its order), one column per group: the
+        squared gradient norm of the group and log10 p² ||grad_group log p||² (as
+        `gnuq_core.qa.scores.log10_epistemic`, the variant scores' formula).
+    incorrect : numpy.ndarray
+        The records' labels, same order.
+    """
+    import pandas as pd
+
+    t = table.set_index("id").loc[list(group_norms)]
+    grad_sq = pd.DataFrame(list(group_norms.values()))
+    log_p = t["log_p"].to_numpy(float)
+    epi = pd.DataFrame({g: [scores.log10_epistemic(lp, v) for lp, v in zip(log_p, grad_sq[g].to_numpy(float))]
+                        for g in grad_sq.columns})
+    return grad_sq, epi, t["incorrect"].to_numpy()
 
 
 def aligned(a: Any, b: Any, column: str) -> tuple[np.ndarray, np.ndarray]:

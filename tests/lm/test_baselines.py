@@ -12,7 +12,6 @@ import pytest
 import torch
 
 from gnuq_core.lm import baselines as bl
-from gnuq_core.lm.decoding import Sample
 from tests.tiny_models import byte_tokenizer, tiny_gemma, tiny_llama
 
 
@@ -47,13 +46,11 @@ def test_semantic_entropy():
     assert bl.discrete_semantic_entropy([3, 3]) == 0.0
 
 
-def test_all_sample_baselines():
-    s = [Sample([5, 6], "Paris", [-0.1, -0.2], "eos"), Sample([7], "Lyon", [-2.0], "eos")]
-    out = bl.all_sample_baselines(s, [0, 1])
-    assert out["predictive_entropy"] == pytest.approx((0.3 + 2.0) / 2)
-    assert out["ln_predictive_entropy"] == pytest.approx((0.15 + 2.0) / 2)
-    assert out["n_clusters"] == 2
-    assert set(bl.UNCERTAINTY_SIGN) >= {"p_true", "semantic_entropy", "combined"}
+def test_semantic_entropy_checks_its_inputs():
+    with pytest.raises(ValueError, match="cluster ids"):
+        bl.semantic_entropy([-1.0, -2.0], [0])
+    with pytest.raises(ValueError, match="no samples"):
+        bl.discrete_semantic_entropy([])
 
 
 @pytest.mark.parametrize("style", ["chat", "fewshot"])

@@ -65,10 +65,23 @@ def test_score_table_truthfulqa_and_categories():
     assert "correct_embed" in t
 
 
-def test_combined_is_overflow_safe():
-    assert qa_study._combined(400.0, 0.5) == pytest.approx(400.0)
-    assert qa_study._combined(-400.0, 0.5) == pytest.approx(math.log10(0.25))
-    assert qa_study._combined(-1.0, 0.0) == -1.0
+def test_score_table_without_a_pass_is_nan_there():
+    rec = _record("c", "triviaqa", "Paris", -1.0, 1e4, 1, ["Paris"])  # no samples, no per-group split
+    t = qa_study.score_table([rec], ITEMS)
+    assert math.isnan(t.iloc[0]["semantic_entropy"]) and math.isnan(t.iloc[0]["epistemic_last_block"])
+    assert t.iloc[0]["epistemic"] == pytest.approx(2 * -1.0 / math.log(10) + 4)
+
+
+def test_group_scores_are_the_variant_formula():
+    recs = [_record("g1", "triviaqa", "Paris", -1.0, 1e4, 2, ["Paris"]),
+            _record("g2", "triviaqa", "Lyon", -2.0, 1e5, 1, ["Paris"])]
+    norms = {"g2": {"embeddings": 6e4, "block 00": 4e4}, "g1": {"embeddings": 8e3, "block 00": 2e3}}
+    t = qa_study.score_table(recs, ITEMS, group_norms=norms)
+    g, epi, wrong = qa_study.group_scores(t, norms)
+    assert list(g["embeddings"]) == [6e4, 8e3] and list(wrong) == [1, 0]  # the order of group_norms
+    assert epi.loc[0, "block 00"] == pytest.approx(2 * -2.0 / math.log(10) + math.log10(4e4))
+    # the last block alone is the variant score of the table
+    assert epi.loc[1, "block 00"] == pytest.approx(t.set_index("id").loc["g1", "epistemic_last_block"])
 
 
 def test_category_groups_cover_truthfulqa():
