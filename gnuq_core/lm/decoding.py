@@ -1,10 +1,32 @@
-"""Decoding: the greedy answer and temperature samples, with per-token log-probs.
+"""Decoding: the greedy answer and N temperature samples of a prompt, from one prefill.
 
+`decode` runs the prompt through the model once (no grad) and reuses that KV cache for
+the greedy answer (decoded from the prefill cache itself, so it is bit-identical to a
+greedy decoder that prefills on its own) and for the N sample rows (a copy of the cache
+expanded to N rows; rows that stopped are dropped from the batch at every step).
+`generate` (greedy only) and `sample_answers` (samples only) run the same internals.
 Also the length checks (`context_length`, `check_length`) and the stop tokens of a model.
+
+Stop-token convention, for every sequence score built from these outputs
+---------------------------------------------------------------------------
+An answer stops at an EOS / end-of-turn token, at a token containing a newline when
+``stop_at_newline`` (few-shot prompts), or after ``max_new_tokens`` tokens. The stop
+token is never part of the answer (``answer_ids``, ``token_log_probs``); its log-prob
+under the model is kept separately as ``stop_log_prob`` (None when ``max_new_tokens``
+ended the answer, since no stop token was drawn).
+
+- Samples: the sequence log-prob `Sample.log_prob` *counts* the stop token,
+  ``sum(token_log_probs) + stop_log_prob``: the probability of the answer as a finished
+  string, so an answer that stops at its first token has log p = log p(stop) < 0, not
+  0 (probability 1). Predictive and semantic entropy use this value.
+- Greedy answer: ``Generation.token_log_probs`` are the answer tokens only, which is
+  what the gradient estimator scores (p(y | x) over ``answer_ids``); a sequence baseline
+  that wants the stop token adds ``Generation.stop_log_prob`` and must say so.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 import time
 from collections.abc import Sequence
@@ -16,6 +38,9 @@ import torch
 from gnuq_core.lm.anatomy import _device, _up
 from gnuq_core.lm.prompts import PromptError
 
+__all__ = ["Generation", "Sample", "decode", "generate", "sample_answers", "context_length", "check_length",
+           "stop_token_ids"]
+
 
 @dataclass
 class Generation:
@@ -24,14 +49,23 @@ class Generation:
     Attributes
     ----------
     prompt_ids, answer_ids : list[int]
+        ``answer_ids`` excludes the stop token.
     answer : str
         Decoded answer (special tokens skipped, stripped).
     token_log_probs, token_entropies : list[float]
         Per answer token: log p(y_t | ...) and the entropy (nats) of the full next-token
-        distribution.
+        distribution. The stop token is not included: ``sum(token_log_probs)`` is the
+        log p(y | x) the gradient estimator scores.
     stop_reason : str
         ``"eos"``, ``"newline"`` or ``"max_new_tokens"``.
     seconds : float
+        Wall-clock seconds of the prompt prefill and the greedy decoding.
+    stop_log_prob : float or None
+        log p of the stop token after the answer (the EOS / end-of-turn / newline token
+        that ended it); None when ``max_new_tokens`` ended it. Not in ``token_log_probs``:
+        a sequence score that counts the stop adds it explicitly.
+    stop_token_id : int or None
+        That stop token (None when ``max_new_tokens`` ended the answer).
     """
 
     prompt_ids: list[int]
@@ -41,21 +75,48 @@ class Generation:
     token_entropies: list[float]
     stop_reason: str
     seconds: float = 0.0
+    stop_log_prob: float | None = None
+    stop_token_id: int | None = None
 
 
 @dataclass
 class Sample:
-    """One temperature sample: its answer and per-token log-probs under the model (T=1)."""
+    """One temperature sample: its answer and per-token log-probs under the model (T = 1).
+
+    Attributes
+    ----------
+    answer_ids : list[int]
+        Sampled answer tokens, without the stop token (may be empty: the first draw was a
+        stop token).
+    answer : str
+    token_log_probs : list[float]
+        log p(y_t | ...) of each answer token under the model's own distribution (T = 1).
+    stop_reason : str
+        ``"eos"``, ``"newline"`` or ``"max_new_tokens"``.
+    stop_log_prob : float or None
+        log p (T = 1) of the stop token that ended the sample; None when
+        ``max_new_tokens`` ended it.
+    stop_token_id : int or None
+    """
 
     answer_ids: list[int]
     answer: str
     token_log_probs: list[float]
     stop_reason: str
+    stop_log_prob: float | None = None
+    stop_token_id: int | None = None
 
     @property
     def log_prob(self) -> float:
-        """log p of the whole sampled answer (sum over its tokens)."""
-        return float(math.fsum(self.token_log_probs))
+        """log p of the sampled answer as a finished string: its tokens plus the stop token.
+
+        ``sum(token_log_probs) + stop_log_prob`` (the stop term is absent when
+        ``max_new_tokens`` ended the sample), so an empty sample has log p = log p(stop).
+        """
+        terms = list(self.token_log_probs)
+        if self.stop_log_prob is not None:
+            terms.append(self.stop_log_prob)
+        return float(math.fsum(terms))
 
 
 def context_length(model: Any, tokenizer: Any = None) -> int | None:
@@ -124,25 +185,59 @@ def _is_newline(tokenizer: Any, tok: int, cache: dict[int, bool]) -> bool:
 
 
 @torch.no_grad()
-def generate(model: Any, tokenizer: Any, prompt_ids: Sequence[int], *, max_new_tokens: int = 32,
-             stop_at_newline: bool = False) -> Generation:
-    """Greedy answer to a prompt, with per-token log-probs and entropies.
+def _prefill(model: Any, prompt_ids: Sequence[int]) -> tuple[torch.Tensor, Any]:
+    """The prompt's last-position logits (1, V) and its KV cache, from one batch-1 forward."""
+    return _step(model, torch.tensor([list(prompt_ids)], device=_device(model)), None)
 
-    Stops at an EOS / end-of-turn token, at a token containing a newline when
-    ``stop_at_newline`` (few-shot prompts), or after ``max_new_tokens``. The stop token is
-    not part of the answer. The first token is the most likely *non-stop* token (as
-    ``min_new_tokens=1``), so the answer is never empty.
+
+def _map_rows(cache: Any, fn: Any, method: str, arg: Any) -> Any:
+    """Apply a batch-row operation to a KV cache (in place for `Cache` objects)."""
+    if hasattr(cache, method):  # transformers Cache: DynamicCache, with full or sliding-window layers
+        getattr(cache, method)(arg)
+        return cache
+    if isinstance(cache, torch.Tensor):
+        return fn(cache)
+    if isinstance(cache, (tuple, list)):  # legacy tuple-of-tuples caches
+        return type(cache)(_map_rows(c, fn, method, arg) for c in cache)
+    if cache is None or isinstance(cache, (int, float)):  # a batch-free state (test doubles count steps)
+        return cache
+    raise TypeError(f"cannot expand or select the rows of a {type(cache).__name__} KV cache: pass a transformers "
+                    "Cache (DynamicCache) or a tuple of tensors")
+
+
+def _expand_rows(cache: Any, n: int) -> Any:
+    """A private copy of a batch-1 cache with its row repeated ``n`` times."""
+    return _map_rows(copy.deepcopy(cache), lambda t: t.repeat_interleave(n, dim=0), "batch_repeat_interleave", n)
+
+
+def _select_rows(cache: Any, rows: torch.Tensor) -> Any:
+    """Keep only the batch rows ``rows`` of a cache."""
+    return _map_rows(cache, lambda t: t.index_select(0, rows), "batch_select_indices", rows)
+
+
+def _inverse_cdf(log_probs: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """One token per row from ``exp(log_probs)`` (B, V) by inverse-CDF sampling.
+
+    ``u`` (B,) holds one float64 uniform in [0, 1) per row; the cumulative sum runs in
+    float64 and is renormalised by its last entry. A token with probability 0 is never
+    drawn (the first index whose cumulative mass exceeds ``u * total``).
     """
-    started = time.perf_counter()
-    if max_new_tokens < 1:
-        raise ValueError("max_new_tokens must be at least 1")
-    check_length(model, len(prompt_ids), max_new_tokens)
-    stops = stop_token_ids(model, tokenizer)
-    nl: dict[int, bool] = {}
+    cdf = torch.cumsum(log_probs.exp(), dim=-1, dtype=torch.float64)
+    total = cdf[:, -1:]
+    if not bool(torch.isfinite(total).all()) or not bool((total > 0).all()):
+        raise FloatingPointError("the model's next-token distribution is not finite (NaN or inf logits): check the "
+                                 "weights and the dtype (float16 overflows; load in float32 or bfloat16)")
+    x = torch.minimum(u.to(torch.float64)[:, None] * total, torch.nextafter(total, torch.zeros_like(total)))
+    return torch.searchsorted(cdf, x, right=True)[:, 0]
+
+
+def _greedy(model: Any, tokenizer: Any, prompt_ids: Sequence[int], logits: torch.Tensor, cache: Any, *,
+            max_new_tokens: int, stops: set[int], stop_at_newline: bool, nl: dict[int, bool]) -> Generation:
+    """Greedy decoding from the prompt's prefill ``logits`` (1, V) and ``cache`` (consumed)."""
     dev = _device(model)
-    logits, past = _step(model, torch.tensor([list(prompt_ids)], device=dev), None)
     logits = logits[0]
     answer, lps, ents, reason = [], [], [], "max_new_tokens"
+    stop_lp, stop_id = None, None
     for step in range(max_new_tokens):
         lp = torch.log_softmax(_up(logits), dim=-1)
         if step == 0:
@@ -151,21 +246,157 @@ def generate(model: Any, tokenizer: Any, prompt_ids: Sequence[int], *, max_new_t
                        cand[0])
         else:
             tok = int(torch.argmax(lp))
-            if tok in stops:
-                reason = "eos"
-                break
-            if stop_at_newline and _is_newline(tokenizer, tok, nl):
-                reason = "newline"
+            if tok in stops or (stop_at_newline and _is_newline(tokenizer, tok, nl)):
+                reason = "eos" if tok in stops else "newline"
+                stop_lp, stop_id = float(lp[tok]), tok
                 break
         answer.append(tok)
         lps.append(float(lp[tok]))
         ents.append(float(-(lp.exp() * lp).nan_to_num().sum()))
         if step + 1 == max_new_tokens:
             break
-        logits, past = _step(model, torch.tensor([[tok]], device=dev), past)
+        logits, cache = _step(model, torch.tensor([[tok]], device=dev), cache)
         logits = logits[0]
     text = tokenizer.decode(answer, skip_special_tokens=True).strip()
-    return Generation(list(prompt_ids), answer, text, lps, ents, reason, time.perf_counter() - started)
+    return Generation(list(prompt_ids), answer, text, lps, ents, reason, 0.0, stop_lp, stop_id)
+
+
+@torch.no_grad()
+def _sample_rows(model: Any, tokenizer: Any, logits: torch.Tensor, cache: Any, n: int, *, temperature: float,
+                 max_new_tokens: int, stops: set[int], stop_at_newline: bool, nl: dict[int, bool],
+                 generator: torch.Generator, drop_finished: bool = True) -> list[Sample]:
+    """``n`` samples from the prompt's prefill ``logits`` (1, V) and batch-1 ``cache`` (not modified).
+
+    Every step draws one float64 uniform for each of the ``n`` rows, finished or not, so a
+    row's sample depends only on the seed, its row index and its own tokens: dropping
+    finished rows (``drop_finished``, the fast path) gives the same samples as keeping them.
+    """
+    dev = _device(model)
+    cache = _expand_rows(cache, n)
+    rows = list(range(n))  # original index of each batch row still decoded
+    toks: list[list[int]] = [[] for _ in range(n)]
+    lps: list[list[float]] = [[] for _ in range(n)]
+    reason = ["max_new_tokens"] * n
+    stop_lp: list[float | None] = [None] * n
+    stop_id: list[int | None] = [None] * n
+    done = [False] * n
+    for step in range(max_new_tokens):
+        lp = torch.log_softmax(_up(logits), dim=-1)  # the one normalisation of the step (T = 1)
+        if lp.shape[0] != len(rows):  # the first step: the prompt's single row, shared by all
+            lp = lp.expand(len(rows), -1)
+        u = torch.rand(n, generator=generator, dtype=torch.float64, device=dev)
+        draw_lp = lp if temperature == 1.0 else torch.log_softmax(lp / temperature, dim=-1)
+        nxt = _inverse_cdf(draw_lp, u[torch.tensor(rows, device=dev)] if len(rows) < n else u)
+        nxt_lp = lp.gather(1, nxt[:, None])[:, 0].tolist()
+        for i, t, l in zip(rows, nxt.tolist(), nxt_lp):
+            if done[i]:
+                continue
+            if t in stops or (stop_at_newline and _is_newline(tokenizer, t, nl)):
+                done[i], reason[i] = True, ("eos" if t in stops else "newline")
+                stop_lp[i], stop_id[i] = l, t
+            else:
+                toks[i].append(t)
+                lps[i].append(l)
+        if all(done) or step + 1 == max_new_tokens:
+            break
+        if drop_finished and any(done[i] for i in rows):
+            keep = [j for j, i in enumerate(rows) if not done[i]]
+            sel = torch.tensor(keep, device=dev)
+            cache, nxt = _select_rows(cache, sel), nxt.index_select(0, sel)
+            rows = [rows[j] for j in keep]
+        logits, cache = _step(model, nxt[:, None], cache)
+    return [Sample(toks[i], tokenizer.decode(toks[i], skip_special_tokens=True).strip(), lps[i], reason[i],
+                   stop_lp[i], stop_id[i]) for i in range(n)]
+
+
+def _check_args(max_new_tokens: int, n: int, temperature: float) -> None:
+    if max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be at least 1 (got {max_new_tokens})")
+    if n < 0:
+        raise ValueError(f"the number of samples must be >= 0 (got {n})")
+    if not temperature > 0:
+        raise ValueError(f"temperature must be > 0 (got {temperature}; use `generate` for greedy decoding)")
+
+
+@torch.no_grad()
+def decode(model: Any, tokenizer: Any, prompt_ids: Sequence[int], n_samples: int, *, temperature: float = 1.0,
+           max_new_tokens: int = 32, stop_at_newline: bool = False, seed: int = 0,
+           timings: dict[str, float] | None = None,
+           cpu_timings: dict[str, float] | None = None) -> tuple[Generation, list[Sample]]:
+    """The greedy answer and ``n_samples`` temperature samples of a prompt, from one prefill.
+
+    The prompt is run once (no grad); the greedy answer is decoded from its KV cache, the
+    samples from a copy expanded to ``n_samples`` rows, with finished rows dropped from
+    the batch at each step. Same results as `generate` and `sample_answers` with the same
+    arguments, at about the cost of one prefill instead of two.
+
+    Parameters
+    ----------
+    model, tokenizer
+        A transformers causal LM and its tokenizer.
+    prompt_ids : sequence of int
+        The encoded prompt (`gnuq_core.lm.prompts.encode_prompt`).
+    n_samples : int
+        Number of samples (0: the greedy answer only).
+    temperature : float
+        Sampling temperature (> 0); true temperature sampling, no top-k / top-p.
+    max_new_tokens : int
+        Cap on the tokens drawn per answer (the stop token counts as a drawn token).
+    stop_at_newline : bool
+        Also stop at a token containing a newline (few-shot prompts).
+    seed : int
+        Seeds the samples: the same seed gives the same samples.
+    timings, cpu_timings : dict, optional
+        If given, receive the wall-clock / process-CPU seconds of the passes:
+        ``"generate"`` (the prompt prefill + greedy decoding) and, when ``n_samples`` > 0,
+        ``"sample"`` (the sample rows, from the shared prefill).
+
+    Returns
+    -------
+    (Generation, list[Sample])
+        The greedy answer: its first token is the most likely *non-stop* token (as
+        ``min_new_tokens=1``), so it is never empty; ``token_log_probs`` exclude the stop
+        token, whose log-prob is ``stop_log_prob``. The samples: log-probs under the
+        model's own distribution (T = 1); `Sample.log_prob` counts the stop token, so an
+        empty sample has log p = log p(stop) < 0. See the module docstring.
+    """
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    _check_args(max_new_tokens, n_samples, temperature)
+    check_length(model, len(prompt_ids), max_new_tokens)
+    stops = stop_token_ids(model, tokenizer)
+    nl: dict[int, bool] = {}
+    logits, cache = _prefill(model, prompt_ids)
+    wall1, cpu1 = time.perf_counter(), time.process_time()
+    samples: list[Sample] = []
+    if n_samples > 0:  # the sample rows decode from an expanded copy; the greedy pass then consumes `cache`
+        generator = torch.Generator(device=_device(model)).manual_seed(seed)
+        samples = _sample_rows(model, tokenizer, logits, cache, n_samples, temperature=temperature,
+                               max_new_tokens=max_new_tokens, stops=stops, stop_at_newline=stop_at_newline, nl=nl,
+                               generator=generator)
+    wall2, cpu2 = time.perf_counter(), time.process_time()
+    gen = _greedy(model, tokenizer, prompt_ids, logits, cache, max_new_tokens=max_new_tokens, stops=stops,
+                  stop_at_newline=stop_at_newline, nl=nl)
+    wall3, cpu3 = time.perf_counter(), time.process_time()
+    gen.seconds = (wall1 - wall0) + (wall3 - wall2)
+    for out, spent in ((timings, {"generate": gen.seconds, "sample": wall2 - wall1}),
+                       (cpu_timings, {"generate": (cpu1 - cpu0) + (cpu3 - cpu2), "sample": cpu2 - cpu1})):
+        if out is not None:
+            out.update(spent if n_samples > 0 else {"generate": spent["generate"]})
+    return gen, samples
+
+
+@torch.no_grad()
+def generate(model: Any, tokenizer: Any, prompt_ids: Sequence[int], *, max_new_tokens: int = 32,
+             stop_at_newline: bool = False) -> Generation:
+    """Greedy answer to a prompt, with per-token log-probs and entropies (`decode` without samples).
+
+    Stops at an EOS / end-of-turn token, at a token containing a newline when
+    ``stop_at_newline`` (few-shot prompts), or after ``max_new_tokens``. The stop token is
+    not part of the answer; its log-prob is ``Generation.stop_log_prob``. The first token
+    is the most likely *non-stop* token (as ``min_new_tokens=1``), so the answer is never
+    empty.
+    """
+    return decode(model, tokenizer, prompt_ids, 0, max_new_tokens=max_new_tokens, stop_at_newline=stop_at_newline)[0]
 
 
 @torch.no_grad()
@@ -174,49 +405,26 @@ def sample_answers(model: Any, tokenizer: Any, prompt_ids: Sequence[int], n: int
                    batch_size: int | None = None) -> list[Sample]:
     """``n`` answers by true temperature sampling (no top-k, no top-p), batched.
 
-    Each batch runs the ``batch_size`` copies of the prompt together (same length, so no
-    padding) with a KV cache until every row has stopped. Token log-probs are recorded
-    under the model's own distribution (temperature 1), which is what predictive and
-    semantic entropy need. Seeded: the same seed gives the same samples.
+    The prompt is prefilled once; each batch of ``batch_size`` rows (default: all ``n``)
+    decodes from a copy of its KV cache, dropping rows that stopped. Token log-probs are
+    recorded under the model's own distribution (temperature 1), which is what predictive
+    and semantic entropy need; `Sample.log_prob` counts the stop token (see the module
+    docstring). Seeded: the same seed gives the same samples (and, for ``batch_size``
+    = ``n``, the same samples as `decode`).
     """
     if n < 1:
-        raise ValueError("n must be at least 1")
-    if temperature <= 0:
-        raise ValueError("temperature must be > 0 (use `generate` for greedy decoding)")
+        raise ValueError(f"n must be at least 1 (got {n})")
+    _check_args(max_new_tokens, n, temperature)
     check_length(model, len(prompt_ids), max_new_tokens)
     stops = stop_token_ids(model, tokenizer)
     nl: dict[int, bool] = {}
-    dev = _device(model)
-    gen = torch.Generator(device=dev).manual_seed(seed)
+    logits, cache = _prefill(model, prompt_ids)
+    generator = torch.Generator(device=_device(model)).manual_seed(seed)
     batch_size = batch_size or n
     samples: list[Sample] = []
     while len(samples) < n:
         b = min(batch_size, n - len(samples))
-        ids = torch.tensor([list(prompt_ids)] * b, device=dev)
-        logits, past = _step(model, ids, None)
-        toks: list[list[int]] = [[] for _ in range(b)]
-        lps: list[list[float]] = [[] for _ in range(b)]
-        reason = ["max_new_tokens"] * b
-        done = [False] * b
-        for step in range(max_new_tokens):
-            lp = torch.log_softmax(_up(logits), dim=-1)
-            probs = torch.softmax(_up(logits) / temperature, dim=-1)
-            nxt = torch.multinomial(probs, 1, generator=gen)[:, 0]
-            for i in range(b):
-                if done[i]:
-                    continue
-                t = int(nxt[i])
-                if t in stops:
-                    done[i], reason[i] = True, "eos"
-                elif stop_at_newline and _is_newline(tokenizer, t, nl):
-                    done[i], reason[i] = True, "newline"
-                else:
-                    toks[i].append(t)
-                    lps[i].append(float(lp[i, t]))
-            if all(done) or step + 1 == max_new_tokens:
-                break
-            logits, past = _step(model, nxt[:, None], past)
-        for i in range(b):
-            samples.append(Sample(toks[i], tokenizer.decode(toks[i], skip_special_tokens=True).strip(), lps[i],
-                                  reason[i]))
+        samples += _sample_rows(model, tokenizer, logits, cache, b, temperature=temperature,
+                                max_new_tokens=max_new_tokens, stops=stops, stop_at_newline=stop_at_newline, nl=nl,
+                                generator=generator)
     return samples
