@@ -45,3 +45,48 @@ def test_non_finite_names_parameter_and_group() -> None:
     with pytest.raises(FloatingPointError, match=r"'w' \(group 'head'\); fix it"):
         raise_if_non_finite({1: float("nan")}, [1], {1: ["w"]}, {"head": [1]}, "fix it")
     raise_if_non_finite({1: 2.0}, [1], {1: ["w"]}, None, "fix it")
+
+
+def test_ghost_norms_match_plain_backward_share_inputs_and_restore_flags() -> None:
+    from gnuq_core.estimators.hooks import ghost_linear_sq_norms
+
+    torch.manual_seed(1)
+    a, b, c = torch.nn.Linear(5, 7), torch.nn.Linear(5, 3, bias=False), torch.nn.Linear(7, 2)
+    for m in (a, b, c):
+        m.double()
+    x = torch.randn(2, 6, 5, dtype=torch.float64)
+
+    def f() -> torch.Tensor:  # a and b read the same input: one shared X X^T
+        return (c(torch.tanh(a(x))) ** 2).sum() + torch.sin(b(x)).sum()
+
+    grads = torch.autograd.grad(f(), [a.weight, b.weight, c.weight])
+    want = [float((g ** 2).sum()) for g in grads]
+    b.weight.requires_grad_(False)  # restored to this on exit
+    layers = {id(a.weight): a, id(b.weight): b, id(c.weight): c}
+    with ghost_linear_sq_norms(layers) as norms:
+        assert not any(m.weight.requires_grad for m in (a, b, c))
+        f().backward()
+    got = norms.floats()
+    for m, w in zip((a, b, c), want):
+        assert got[id(m.weight)] == pytest.approx(w, rel=1e-12)
+        assert m.weight.grad is None
+    assert a.bias.grad is not None, "biases keep plain autograd"
+    assert a.weight.requires_grad and not b.weight.requires_grad and c.weight.requires_grad
+    assert not a._forward_hooks and not b._forward_hooks and not c._forward_hooks
+
+
+def test_ghost_norms_refuse_a_layer_called_twice() -> None:
+    from gnuq_core.estimators.hooks import ghost_linear_sq_norms
+
+    lin = torch.nn.Linear(3, 3)
+    with pytest.raises(RuntimeError, match="called twice"):
+        with ghost_linear_sq_norms({id(lin.weight): lin}):
+            lin(lin(torch.randn(2, 3))).sum().backward()
+    assert lin.weight.requires_grad and not lin._forward_hooks
+
+
+def test_ghost_cost_rule() -> None:
+    from gnuq_core.estimators.hooks import ghost_cost_prefers
+
+    lin = torch.nn.Linear(576, 192)  # d k / (d + k) = 144
+    assert ghost_cost_prefers(143, lin) and not ghost_cost_prefers(144, lin)
