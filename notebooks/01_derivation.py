@@ -27,7 +27,7 @@ width = 32  # hidden width of the small MLPs
 n_train = 40  # training points of the toy problems
 train_steps = 3000  # full-batch Adam steps to reach θ*
 
-# %%
+# %% tags=["remove-cell"]
 import warnings
 
 import jax
@@ -453,5 +453,5 @@ glue("ltv_epistemic_share", float(epistemic_part / total), display=False)
 # - Computing in log space keeps the score finite for answers whose probability
 #   underflows.
 
-# %%
+# %% tags=["remove-input"]
 prov.show()

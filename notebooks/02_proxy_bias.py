@@ -50,7 +50,7 @@ text_steps = 1500  # Adam steps of the head
 text_weight_decay = 0.01  # head prior precision per example
 n_boot = 1000  # bootstrap resamples of the query points
 
-# %%
+# %% tags=["remove-cell"]
 import logging
 import os
 import warnings
@@ -381,5 +381,5 @@ glue("c4_verdict", c4["verdict"], display=False)
 # whose proxy data comes from elsewhere: there the covariance is tilted towards the proxy's
 # region, in a way no choice of scale can undo, and ‖g‖² agrees better with the reference.
 
-# %%
+# %% tags=["remove-input"]
 prov.show()

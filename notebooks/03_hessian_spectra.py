@@ -50,7 +50,7 @@ lm_probes = 2  # SLQ probes for the LM block
 lm_steps = 30  # Lanczos steps per probe for the LM block
 n_boot = 1000  # bootstrap resamples of query points
 
-# %%
+# %% tags=["remove-cell"]
 import logging
 import os
 import warnings
@@ -289,7 +289,7 @@ glue("lm_neg", 100 * res.fraction(lambda x: x < -1e-2 * lmax), display=False)
 # With {glue:text}`lm_probes_val` probes of {glue:text}`lm_steps_val` steps these are coarse
 # estimates.
 
-# %%
+# %% tags=["remove-cell"]
 glue("lm_probes_val", lm_probes, display=False)
 glue("lm_steps_val", lm_steps, display=False)
 
@@ -410,5 +410,5 @@ glue("c5_verdict", c5["verdict"], display=False)
 # small nets the damped inverse then ranks queries nearly as the identity does (not their
 # magnitudes); for the large MLP the ranking agreement measured here is weaker (see above).
 
-# %%
+# %% tags=["remove-input"]
 prov.show()

@@ -70,7 +70,7 @@ n_boot = 500
 use_results_store = False
 store_verify = 2
 
-# %%
+# %% tags=["remove-cell"]
 from gnuq_core.repro.provenance import Provenance
 
 prov = Provenance.start()
@@ -580,5 +580,5 @@ display(Markdown("**Where the isotropic estimate works and where it fails (compu
 # - Everything here is a small network; how the picture changes with width and depth is the subject
 #   of the next chapter.
 
-# %%
+# %% tags=["remove-input"]
 prov.show()

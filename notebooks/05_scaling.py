@@ -60,7 +60,7 @@ n_boot = 300
 use_results_store = False
 store_verify = 2
 
-# %%
+# %% tags=["remove-cell"]
 from gnuq_core.repro.provenance import Provenance
 
 prov = Provenance.start()
@@ -382,5 +382,5 @@ glue("c2_subsets_reproduced", f"{n_rep} of {len(trends)}", display=False)
 # in {glue:text}`c2_subsets_reproduced` rows of the trend table. A positive trend in the pooled
 # number but not in the subsets would mean it is carried by a few settings; read the table.
 
-# %%
+# %% tags=["remove-input"]
 prov.show()

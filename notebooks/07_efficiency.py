@@ -58,7 +58,7 @@ skip_passes = []  # timed passes to leave out to save time, e.g. ["naive", "forw
 memory_repeats = 1  # measured runs per pass for peak memory (after one warm-up run)
 threads = 1  # torch threads while timing (0: torch's default); 1 keeps CPU time meaningful on a shared machine
 
-# %%
+# %% tags=["remove-cell"]
 import json
 import os
 import warnings
@@ -474,5 +474,5 @@ else:
 #   how the baselines are run here (batched sampling, short answers, a cheap clusterer)
 #   rather than to the estimator, whose own cost stays near its floor.
 
-# %%
+# %% tags=["remove-input"]
 prov.show()

@@ -2,7 +2,11 @@
 
 Every page of ``_toc.yml`` loads from a local server; math is typeset by the locally
 served MathJax; every image decodes; no request leaves the machine; no page error; no
-traceback or error output in the page.
+traceback or error output in the page. And it reads like a book (:func:`reading_problems`,
+checked at 1280 px and on a 390-px phone): tables are rendered tables, never raw
+``| --- |`` pipe text; no page is wider than the viewport; no ``glue(`` code and no
+parameter cell is visible; every chapter page carries the profile banner under its title.
+The checker itself is tested on small hand-made pages, so it can be seen to fail.
 """
 
 from __future__ import annotations
@@ -54,7 +58,7 @@ def server(smoke_book: Path) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def browser(server: str) -> Iterator[object]:
+def browser() -> Iterator[object]:
     from playwright.sync_api import sync_playwright
 
     executable = chromium_or_fail()
@@ -62,6 +66,128 @@ def browser(server: str) -> Iterator[object]:
         b = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS, headless=True)
         yield b
         b.close()
+
+
+PHONE = {"width": 390, "height": 844}
+DESKTOP = {"width": 1280, "height": 900}
+# Markdown table rows left as text: `| --- |`, `|---|`, `| :-- |`, and the dashes that smart
+# quotes make of them (`| — |`).
+RAW_TABLE = re.compile(r"\|\s*:?[-\u2013\u2014]+:?\s*\|")
+
+
+def reading_problems(page: object, *, chapter: bool, has_table: bool) -> list[str]:
+    """What keeps the open ``page`` from reading like a book, at its current viewport size.
+
+    Parameters
+    ----------
+    page : playwright Page
+        A loaded page.
+    chapter : bool
+        An executed chapter (``book/_generated/``): it must carry the profile banner
+        (``div.admonition.gnuq-banner``) right under its title.
+    has_table : bool
+        The page is known to hold a table: at least one rendered ``<table>`` must be visible.
+    """
+    problems = []
+    text = page.inner_text("body")  # rendered text only: folded code is not in it
+    raw = RAW_TABLE.findall(text)
+    if raw:
+        problems.append(f"raw Markdown table text in the page: {raw[:3]}")
+    if "glue(" in text:
+        problems.append("glue( code is visible")
+    width = page.evaluate("() => document.documentElement.scrollWidth")
+    viewport = page.viewport_size["width"]
+    if width > viewport + 1:
+        wide = page.evaluate("""(vw) => Array.from(document.querySelectorAll('body *'))
+            .filter(e => e.getBoundingClientRect().right > vw + 1 && e.offsetParent !== null)
+            .slice(-3).map(e => e.tagName.toLowerCase() + '.' + (e.className || '').toString().split(' ')[0])""", viewport)
+        problems.append(f"page is {width} px wide in a {viewport}-px viewport (widest: {wide})")
+    params = page.locator("div.cell.tag_parameters, div.cell.tag_injected-parameters")
+    if params.count():
+        problems.append(f"{params.count()} parameter cell(s) shown")
+    if has_table and not page.locator("table").filter(has=page.locator("td")).count():
+        problems.append("no rendered <table>")
+    if chapter:
+        banner = page.locator("div.admonition.gnuq-banner")
+        if banner.count() != 1:
+            problems.append(f"{banner.count()} profile banners (expected 1)")
+        elif not page.evaluate("""() => {
+                const b = document.querySelector('div.admonition.gnuq-banner');
+                let prev = b.previousElementSibling;
+                while (prev && prev.tagName === 'SPAN') prev = prev.previousElementSibling;  // anchors
+                return prev !== null && prev.tagName === 'H1';
+            }"""):
+            problems.append("the profile banner is not right under the title")
+        elif not banner.is_visible():
+            problems.append("the profile banner is hidden")
+    return problems
+
+
+GOOD_PAGE = """<html><body><article><section><h1>Chapter</h1>
+<div class="admonition gnuq-banner"><p>Preview (profile quick)</p></div>
+<p>Text.</p><div class="gnuq-table" style="overflow-x:auto;max-width:100%">
+<table style="width:900px"><tr><td>wide but scrolls in its box</td></tr></table></div>
+<details><summary>Show code</summary><pre>glue("x", 1, display=False)</pre></details>
+</section></article></body></html>"""
+
+
+@pytest.mark.parametrize("regression, expected", [
+    (("<p>Text.</p>", "<p>| claim | verdict |<br>| --- | --- |</p>"), "raw Markdown table"),
+    (("<p>Text.</p>", "<p>| a | b |<br>| \u2014 | \u2014 |</p>"), "raw Markdown table"),
+    (('style="overflow-x:auto;max-width:100%"', ""), "px wide"),
+    (("<details><summary>Show code</summary><pre>", "<div><pre>"), "glue( code is visible"),
+    (('<div class="admonition gnuq-banner"><p>Preview (profile quick)</p></div>', ""), "0 profile banners"),
+    (('<h1>Chapter</h1>\n<div class="admonition gnuq-banner"><p>Preview (profile quick)</p></div>\n<p>Text.</p>',
+      '<h1>Chapter</h1>\n<p>Text.</p><div class="admonition gnuq-banner"><p>Preview</p></div>'), "not right under"),
+    (("<p>Text.</p>", '<div class="cell tag_injected-parameters"><pre>seed = 1</pre></div>'), "parameter cell"),
+    (("<table", "<div"), "no rendered <table>"),
+])
+def test_reading_checker_fails_on_a_regressed_page(browser, regression: tuple[str, str], expected: str) -> None:  # type: ignore[no-untyped-def]
+    page = browser.new_page(viewport=PHONE)
+    page.set_content(GOOD_PAGE)
+    assert reading_problems(page, chapter=True, has_table=True) == [], "the good page passes"
+    old, new = regression
+    assert old in GOOD_PAGE
+    page.set_content(GOOD_PAGE.replace(old, new))
+    problems = reading_problems(page, chapter=True, has_table=True)
+    assert any(expected in p for p in problems), problems
+    page.close()
+
+
+def _has_table(page_file: str, html: str) -> bool:
+    """Pages that must show a table: every chapter (its provenance footer) and any page
+    whose HTML holds one."""
+    return "_generated/" in page_file or "<table" in html
+
+
+@pytest.mark.parametrize("page_file", toc_files())
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_page_reads_like_a_book(browser, server: str, smoke_book: Path, page_file: str,  # type: ignore[no-untyped-def]
+                                viewport: dict) -> None:
+    page = browser.new_page(viewport=viewport)
+    page.goto(f"{server}/{page_file}.html", wait_until="networkidle")
+    html = (smoke_book / f"{page_file}.html").read_text()
+    problems = reading_problems(page, chapter="_generated/" in page_file, has_table=_has_table(page_file, html))
+    page.close()
+    assert not problems, f"{page_file} at {viewport['width']} px: " + "; ".join(problems)
+
+
+def test_ledger_labels_preview_verdicts(browser, server: str, smoke_book: Path) -> None:  # type: ignore[no-untyped-def]
+    page = browser.new_page(viewport=DESKTOP)
+    page.goto(f"{server}/book/_generated/90_claims_ledger.html", wait_until="networkidle")
+    banner = page.inner_text("div.admonition.gnuq-banner")
+    cells = page.evaluate("""() => Array.from(document.querySelectorAll('table')).flatMap(t => {
+            const heads = Array.from(t.querySelectorAll('thead th')).map(h => h.innerText.trim());
+            const col = heads.indexOf('verdict');
+            return col < 0 ? [] : Array.from(t.querySelectorAll('tbody tr')).map(r => r.children[col].innerText.trim());
+        })""")
+    page.close()
+    judged = [c for c in cells if not c.startswith("not yet measured")]
+    assert judged, "the ledger shows no verdicts"
+    if "Paper edition" in banner:
+        assert not any("(preview)" in c for c in judged)
+    else:
+        assert all(c.endswith("(preview)") for c in judged), f"unlabelled preview verdicts: {judged}"
 
 
 @pytest.mark.parametrize("page_file", toc_files())

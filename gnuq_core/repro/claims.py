@@ -238,3 +238,17 @@ def collect(generated: Path | None = None, chapters: list[str] | None = None) ->
                                f"call gnuq_core.repro.claims.record(Measurement({claim.id!r}, ...)) in it")
         rows.append(row)
     return rows
+
+
+def verdict_label(verdict: str, profile: str) -> str:
+    """A verdict as the ledger shows it: ``"reproduced (preview)"`` outside the paper edition
+    (:data:`gnuq_core.repro.provenance.PAPER_PROFILE`). *Not yet measured* carries no label:
+    nothing was judged.
+    """
+    from gnuq_core.repro.provenance import is_paper_edition
+
+    if verdict not in VERDICTS:
+        raise ValueError(f"unknown verdict {verdict!r}; known: {', '.join(VERDICTS)}")
+    if is_paper_edition(profile) or verdict == NOT_MEASURED:
+        return verdict
+    return f"{verdict} (preview)"

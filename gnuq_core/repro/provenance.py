@@ -1,8 +1,11 @@
 """Provenance of a chapter run: commit, profile, parameters, versions, machine, wall time.
 
 Every chapter starts a :class:`Provenance` clock in its first cells and ends with
-``prov.show()``, which prints one table and writes ``<chapter>.provenance.json`` beside the
-executed notebook.
+``prov.show()``, which shows one table (the page's footer) and writes
+``<chapter>.provenance.json`` beside the executed notebook. The book reads that file back
+to put a profile banner at the top of the page (:func:`banner_markdown`): the edition,
+seeds, sample sizes and run time, and, for anything but the paper edition, that the
+verdicts are a preview.
 """
 
 from __future__ import annotations
@@ -16,9 +19,13 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from gnuq_core.repro.paths import REPO_ROOT, chapter_name, generated_dir
+
+PAPER_PROFILE = "full"
+"""The profile of the paper edition; every other profile's verdicts are a preview."""
 
 KEY_PACKAGES = (
     "numpy", "scipy", "torch", "jax", "numpyro", "arviz", "transformers",
@@ -113,31 +120,131 @@ class Provenance:
         (out / f"{self.chapter}.provenance.json").write_text(json.dumps(rec, indent=2, default=str))
         return rec
 
-    def markdown(self) -> str:
-        """The provenance as a Markdown table."""
+    def rows(self) -> list[tuple[str, str]]:
+        """The provenance as (label, value) rows; saves the record first."""
         rec = self.save()
-        params = ", ".join(f"`{k}={v!r}`" for k, v in sorted(rec["parameters"].items()))
+        params = ", ".join(f"{k}={v!r}" for k, v in sorted(rec["parameters"].items()))
         pkgs = ", ".join(f"{k} {v}" for k, v in rec["packages"].items())
         dirty = {True: " (working tree had uncommitted changes)", False: "", None: ""}[rec["dirty"]]
-        rows = [
-            ("git commit", f"`{rec['commit'][:12]}`{dirty}"),
-            ("profile", f"`{rec['profile']}`"),
-            ("seed", f"`{rec['seed']}`"),
+        return [
+            ("git commit", f"{rec['commit'][:12]}{dirty}"),
+            ("profile", f"{rec['profile']}{'' if is_paper_edition(rec['profile']) else ' (preview)'}"),
+            ("seed", f"{rec['seed']}"),
             ("parameters", params or "(defaults)"),
             ("Python", rec["python"]),
             ("packages", pkgs),
             ("machine", ", ".join(f"{k}: {v}" for k, v in rec["machine"].items())),
             ("built at", rec["built_at"]),
-            ("wall time", f"{rec['wall_time_s']:.1f} s"),
+            ("wall time", duration_text(rec["wall_time_s"])),
         ]
-        return "| | |\n| --- | --- |\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
+
+    def markdown(self) -> str:
+        """The provenance as a Markdown table (for terminals and Markdown readers)."""
+        cells = [(k, v.replace("|", "\\|")) for k, v in self.rows()]
+        return "| | |\n| --- | --- |\n" + "\n".join(f"| {k} | {v} |" for k, v in cells)
 
     def show(self) -> None:
-        """Display the provenance table (Markdown in Jupyter, plain text elsewhere)."""
-        text = self.markdown()
-        try:
-            from IPython.display import Markdown, display
+        """Display the provenance as an HTML table (the page's footer; plain text outside Jupyter)."""
+        from gnuq_core.repro.display import key_value_table
 
-            display(Markdown("**Provenance of this page**\n\n" + text))
+        tbl = key_value_table(self.rows(), caption="Provenance of this page")
+        try:
+            from IPython.display import display
+
+            display(tbl)
         except ImportError:  # pragma: no cover - IPython is a dependency of the book
-            print(text)
+            print(tbl.plain)
+
+
+def is_paper_edition(profile: str | None) -> bool:
+    """Whether ``profile`` builds the paper edition (:data:`PAPER_PROFILE`)."""
+    return profile == PAPER_PROFILE
+
+
+def duration_text(seconds: float | None) -> str:
+    """``152.3`` -> ``"2 min 32 s"``; ``None`` -> ``"unknown"``."""
+    if seconds is None:
+        return "unknown"
+    seconds = float(seconds)
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min"
+
+
+def load_record(path: Path) -> dict[str, Any] | None:
+    """The provenance record stored at ``path``, or ``None`` if the chapter left none."""
+    path = Path(path)
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def seeds_and_sizes(parameters: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The seed parameters (names containing ``seed``) and sample-size parameters
+    (``n_*``, ``num_*``, ``*repeats``) of a run, each sorted by name."""
+    seeds = {k: v for k, v in sorted(parameters.items()) if "seed" in k}
+    sizes = {k: v for k, v in sorted(parameters.items())
+             if k not in seeds and (k.startswith(("n_", "num_")) or k.endswith("repeats"))}
+    return seeds, sizes
+
+
+def _when(iso: str | None) -> str:
+    """``"2026-12-01T01:38:41+00:00"`` -> ``"2026-12-01 01:38 UTC"`` (other text unchanged)."""
+    try:
+        stamp = _dt.datetime.fromisoformat(str(iso)).astimezone(_dt.timezone.utc)
+    except ValueError:
+        return str(iso or "unknown")
+    return stamp.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _inline(values: dict[str, Any]) -> str:
+    return ", ".join(f"`{k}` = {_plain(v)}" for k, v in values.items()) or "none"
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_plain(v) for v in value) + "]"
+    return str(value).replace("`", "'").replace("|", "/")
+
+
+def banner_markdown(record: dict[str, Any] | None, *, source_link: str | None = None) -> str:
+    """The profile banner at the top of a chapter page (MyST Markdown).
+
+    Parameters
+    ----------
+    record : dict or None
+        The chapter's provenance record (:func:`load_record`); ``None`` says no record exists.
+    source_link : str, optional
+        Path (relative to the page) of the chapter's Jupytext source, offered for download.
+    """
+    if record is None:
+        return (":::{admonition} No provenance for this page\n:class: error gnuq-banner\n\n"
+                "The chapter did not finish writing its provenance record: its numbers cannot be "
+                "traced to a profile, commit or run time.\n:::\n")
+    profile = str(record.get("profile", "unknown"))
+    seeds, sizes = seeds_and_sizes(record.get("parameters", {}))
+    commit = str(record.get("commit", "unknown"))[:12]
+    cores = record.get("machine", {}).get("cores")
+    run = duration_text(record.get("wall_time_s")) + (f" on {cores} cores" if cores else "")
+    if is_paper_edition(profile):
+        title, cls = f"Paper edition (profile `{profile}`)", "note"
+        lead = "The numbers and verdicts on this page come from the paper-grade settings."
+    else:
+        title, cls = f"Preview (profile `{profile}`): the verdicts on this page are a preview", "warning"
+        lead = (f"This page was computed with the `{profile}` profile, with smaller samples than the "
+                f"paper edition (profile `{PAPER_PROFILE}`). Its numbers and verdicts are a preview, "
+                "not the reproduction's findings.")
+    facts = [f"**Seeds:** {_inline(seeds)}"] if seeds else []
+    facts += [f"**Sample sizes:** {_inline(sizes)}"] if sizes else []
+    facts.append(f"**Run time:** {run} · **commit** `{commit}`{' (uncommitted changes)' if record.get('dirty') else ''}"
+                 f" · **built** {_when(record.get('built_at'))}")
+    if source_link:
+        facts.append(f"**Source:** {{download}}`{Path(source_link).name} <{source_link}>` (Jupytext)")
+    params = sorted(record.get("parameters", {}).items())
+    rows = "\n".join(f"| `{k}` | {_plain(v)} |" for k, v in params)
+    table = (":::{admonition} This build's parameters\n:class: dropdown gnuq-parameters\n\n"
+             "| parameter | value |\n| --- | --- |\n" + rows + "\n:::\n") if params else ""
+    return (f"::::{{admonition}} {title}\n:class: {cls} gnuq-banner\n\n{lead}\n\n"
+            + "".join(f"- {fact}\n" for fact in facts) + "\n" + table + "::::\n")

@@ -108,3 +108,11 @@ def test_c7_rule(value: float, ci: tuple[float, float], verdict: str) -> None:
     details = {"auroc": {"epistemic": value, "p_true": 0.7, "entropy": 0.6},
                "ci": {"epistemic": list(ci), "p_true": [0.6, 0.8], "entropy": [0.5, 0.7]}}
     assert claims.judge(Measurement("C7", value, ci, details=details)) == verdict
+
+
+def test_verdict_label_marks_previews() -> None:
+    assert claims.verdict_label(claims.REPRODUCED, "quick") == "reproduced (preview)"
+    assert claims.verdict_label(claims.REPRODUCED, "full") == "reproduced"
+    assert claims.verdict_label(claims.NOT_MEASURED, "quick") == "not yet measured"
+    with pytest.raises(ValueError, match="unknown verdict"):
+        claims.verdict_label("great", "full")

@@ -1,0 +1,31 @@
+"""Sphinx extension: executed chapters read as book pages (narrative first, with a banner).
+
+For every ``.ipynb`` page, the notebook text Sphinx reads goes through
+:func:`gnuq_core.repro.pages.prepare_notebook`: parameter cells removed, code inputs
+hidden unless tagged, and the profile banner (from ``<chapter>.provenance.json`` beside
+the notebook) under the title. The notebook on disk is not changed.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from gnuq_core.repro.pages import prepare_notebook
+from gnuq_core.repro.provenance import load_record
+
+
+def _prepare(app: Any, docname: str, source: list[str]) -> None:
+    path = Path(app.env.doc2path(docname))
+    if path.suffix != ".ipynb":
+        return
+    record = load_record(path.with_name(f"{path.stem}.provenance.json"))
+    chapter_source = Path(app.srcdir) / "notebooks" / f"{path.stem}.py"
+    link = os.path.relpath(chapter_source, path.parent) if chapter_source.exists() else None
+    source[0] = prepare_notebook(source[0], record, source_link=link)
+
+
+def setup(app: Any) -> dict[str, bool]:
+    app.connect("source-read", _prepare)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

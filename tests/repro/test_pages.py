@@ -1,0 +1,45 @@
+"""Executed chapters as book pages: cell visibility and the banner."""
+
+from __future__ import annotations
+
+import json
+
+from gnuq_core.repro.pages import apply_cell_policy, insert_banner, prepare_notebook
+
+
+def _nb() -> dict:
+    def code(src: str, tags: list[str] | None = None) -> dict:
+        return {"cell_type": "code", "metadata": {"tags": tags or []}, "source": src, "outputs": [],
+                "execution_count": None}
+
+    return {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "markdown", "metadata": {}, "source": "# Title\n\nIntro text."},
+        code("seed = 0", ["parameters"]),
+        code("seed = 1", ["injected-parameters"]),
+        code("import numpy", ["remove-cell"]),
+        code("plot()"),
+        code("shown()", ["show-input"]),
+    ]}
+
+
+def test_cell_policy() -> None:
+    cells = apply_cell_policy(_nb())["cells"]
+    tags = [c["metadata"].get("tags") for c in cells]
+    assert "remove-cell" in tags[1] and "remove-cell" in tags[2], "both parameter cells are removed"
+    assert tags[3] == ["remove-cell"], "an author's tag is kept"
+    assert tags[4] == ["hide-input"], "untagged code is folded"
+    assert tags[5] == ["show-input"]
+
+
+def test_banner_goes_under_the_title() -> None:
+    nb = insert_banner(_nb(), "BANNER")
+    sources = [c["source"] for c in nb["cells"][:3]]
+    assert sources == ["# Title", "BANNER", "Intro text."]
+    assert len(insert_banner(nb, "BANNER")["cells"]) == len(nb["cells"]), "inserted once"
+
+
+def test_prepare_notebook_round_trip() -> None:
+    record = {"profile": "quick", "parameters": {"seed": 0, "n_mc": 10}, "wall_time_s": 3.0, "commit": "a" * 40}
+    out = json.loads(prepare_notebook(json.dumps(_nb()), record))
+    banner = out["cells"][1]["source"]
+    assert "preview" in banner and "`n_mc` = 10" in banner
