@@ -91,7 +91,8 @@ def semantic_entropy(sample_log_probs: Sequence[float], cluster_ids: Sequence[in
     cid = np.asarray(cluster_ids)
     if cid.shape != lp.shape:
         raise ValueError(f"{lp.size} log-probs but {cid.size} cluster ids")
-    log_pc = np.array([np.logaddexp.reduce(lp[cid == c]) for c in np.unique(cid)])
+    # sorted: the value does not depend on how the clusters are numbered, to the last bit
+    log_pc = np.sort([np.logaddexp.reduce(lp[cid == c]) for c in np.unique(cid)])
     log_pc -= np.logaddexp.reduce(log_pc)
     return float(-(np.exp(log_pc) * log_pc).sum())
 
@@ -104,7 +105,7 @@ def discrete_semantic_entropy(cluster_ids: Sequence[int]) -> float:
     if cid.size == 0:
         raise ValueError("no samples")
     _, counts = np.unique(cid, return_counts=True)
-    f = counts / counts.sum()
+    f = np.sort(counts) / counts.sum()  # sorted: equal cluster sizes give bit-equal values (exact ties)
     return float(-(f * np.log(f)).sum())
 
 

@@ -46,6 +46,14 @@ def test_semantic_entropy():
     assert bl.discrete_semantic_entropy([3, 3]) == 0.0
 
 
+def test_semantic_entropies_do_not_depend_on_cluster_numbering():
+    """Equal cluster masses give bit-equal values (exact ties for AUROC), however numbered."""
+    # (unsorted sums differ in the last bit for both of these)
+    lps = [-1.2, -0.5, -0.8, -0.6]
+    assert bl.semantic_entropy(lps, [0, 1, 2, 1]) == bl.semantic_entropy(lps, [2, 0, 1, 0])
+    assert bl.discrete_semantic_entropy([0, 0, 0, 1, 1, 2]) == bl.discrete_semantic_entropy([2, 2, 2, 1, 1, 0])
+
+
 def test_semantic_entropy_checks_its_inputs():
     with pytest.raises(ValueError, match="cluster ids"):
         bl.semantic_entropy([-1.0, -2.0], [0])
