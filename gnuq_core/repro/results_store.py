@@ -10,6 +10,12 @@ of the code that computes them. A build
 2. computes only what is missing (appending, so a killed run resumes), and
 3. recomputes a random sample of the stored items and fails if any number disagrees
    beyond a stated tolerance (:class:`ResultsDisagree`).
+
+A long run can be sharded over processes (``torchrun --nproc-per-node N``, see
+`gnuq_core.repro.shards`): rank r appends its share to ``<key>.rank{r}of{N}.jsonl`` next to
+``<key>.jsonl``; reading a result reads the main file and every shard (no duplicates), and
+rank 0 merges the shards into the main file at the end (in the order of the requested ids,
+so the file is the one a single process writes).
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from gnuq_core.repro.cache import config_key
 from gnuq_core.repro.paths import REPO_ROOT
-from gnuq_core.repro.records import RecordFile, read_records
+from gnuq_core.repro.shards import World, read_merged, writer
 
 STORE = REPO_ROOT / "results"
 
@@ -106,7 +112,8 @@ def run_stored(kind: str, config: dict[str, Any], ids: Sequence[str], compute: C
                seed: int = 0, root: Path | None = None,
                ignore: Sequence[str] = ("seconds", "timings"),
                recompute: Callable[[str], dict[str, Any]] | None = None,
-               progress: str | None = None, digits: int | None = 7) -> list[dict[str, Any]]:
+               progress: str | None = None, digits: int | None = 7,
+               world: World | None = None) -> list[dict[str, Any]]:
     """Results for ``ids``: stored ones are reused (and a sample re-checked), missing ones computed.
 
     Parameters
@@ -132,19 +139,23 @@ def run_stored(kind: str, config: dict[str, Any], ids: Sequence[str], compute: C
     digits : int or None
         Floats are stored (and returned) with this many significant digits, which keeps
         the files small and makes a build from stored items equal one that computed them.
+    world : World, optional
+        This process's rank in a sharded run (`gnuq_core.repro.shards`): it computes the
+        missing ids at positions ≡ rank (mod size) of ``ids`` into its own shard; rank 0
+        alone checks the ``verify`` sample; at the end all ranks wait, rank 0 merges the
+        shards, and every rank returns all records it can read. Default: one process.
 
     Returns
     -------
     list of dict
         One record per id, in the order of ``ids``.
     """
-    path = store_path(kind, config, code_version(code_files), root or STORE)
-    existing = {}
-    if path.exists():
-        _, records = read_records(path)
-        existing = {r["id"]: r for r in records}
+    world = world or World()
+    code = code_version(code_files)
+    path = store_path(kind, config, code, root or STORE)
+    existing = {r["id"]: r for r in read_merged(path)[1]}  # the main file and any shards
     wanted_stored = [i for i in dict.fromkeys(ids) if i in existing]
-    for item in random.Random(seed).sample(wanted_stored, min(verify, len(wanted_stored))):
+    for item in random.Random(seed).sample(wanted_stored, min(verify if world.rank == 0 else 0, len(wanted_stored))):
         fresh = (recompute or compute)(item)
         stored = _without(existing[item], ("type", "id", *ignore))
         fresh = json.loads(json.dumps(_without(fresh, ignore), default=str))  # as it would be stored
@@ -153,17 +164,24 @@ def run_stored(kind: str, config: dict[str, Any], ids: Sequence[str], compute: C
             raise ResultsDisagree(f"{path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path}: "
                                   f"item {item} recomputed differently ({'; '.join(diffs[:5])}). The stored result "
                                   "is stale or the computation is not deterministic: delete the file to recompute.")
-    out = RecordFile(path, {**config, "_code": code_version(code_files)})
-    missing = [i for i in ids if i not in existing]
-    if missing and progress:
-        from tqdm.auto import tqdm
+    order = list(dict.fromkeys(ids))
+    missing = [i for i in world.mine(order) if i not in existing]
+    if missing or world.sharded:  # a one-process read of a complete result writes nothing
+        with writer(path, {**config, "_code": code}, world, order) as out:
+            todo = [i for i in missing if i not in out.done]
+            if todo and progress:
+                from tqdm.auto import tqdm
 
-        missing = tqdm(missing, desc=progress, initial=len(ids) - len(missing), total=len(ids))
-    for item in missing:
-        if item not in existing:  # ids may repeat
-            record = compute(item)
-            if digits is not None:
-                record = rounded(record, digits)
-            out.append(item, record)
-            existing[item] = {"type": "record", "id": item, **record}
-    return [{k: v for k, v in existing[i].items() if k != "type"} for i in ids]
+                label = f"{progress} [rank {world.rank}/{world.size}]" if world.sharded else progress
+                todo = tqdm(todo, desc=label, initial=len(world.mine(order)) - len(todo),
+                            total=len(world.mine(order)))
+            for item in todo:
+                record = compute(item)
+                if digits is not None:
+                    record = rounded(record, digits)
+                out.append(item, record)
+                existing[item] = {"type": "record", "id": item, **record}
+        if world.sharded:  # the other ranks' records
+            existing.update({r["id"]: r for r in read_merged(path)[1] if r["id"] not in existing})
+    # one process: every id; a rank: those it can read (all of them after the final barrier)
+    return [{k: v for k, v in existing[i].items() if k != "type"} for i in ids if not world.sharded or i in existing]

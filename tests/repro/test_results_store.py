@@ -77,3 +77,35 @@ def test_tuples_in_a_fresh_record_compare_equal_to_stored_lists(tmp_path):
     code.write_text("x = 1\n")
     for _ in range(2):  # the second call verifies the stored item against a fresh one
         run_stored("t", {}, ["a"], lambda i: {"pair": (1.5, 2)}, code_files=[code], root=tmp_path, verify=1)
+
+
+def test_sharded_runs_fill_one_store_in_the_one_process_order(tmp_path: Path, code: list[Path]) -> None:
+    from gnuq_core.repro.records import read_records
+    from gnuq_core.repro.shards import ShardLocked, World, locked, shard_path, shard_paths
+
+    ids = [str(i) for i in range(7)]
+    calls: list[str] = []
+
+    def compute(i: str) -> dict:
+        calls.append(i)
+        return {"v": int(i) / 3}
+
+    one = run_stored("s", {}, ids, compute, code_files=code, verify=0, root=tmp_path / "one")
+    # rank 1 of 2 runs first (no process group: the barriers are no-ops), leaving its shard
+    root = tmp_path / "two"
+    calls.clear()
+    part = run_stored("s", {}, ids, compute, code_files=code, verify=0, root=root, world=World(1, 2))
+    assert calls == ["1", "3", "5"] and [r["id"] for r in part] == ["1", "3", "5"]  # what it can read
+    (shard,) = root.glob("s/*.rank1of2.jsonl")
+    main = shard.with_name(shard.name.replace(".rank1of2", ""))
+    # a one-process run must not write while a job holds a shard
+    with locked(shard):
+        with pytest.raises(ShardLocked):
+            run_stored("s", {}, ids, compute, code_files=code, verify=0, root=root)
+    calls.clear()
+    both = run_stored("s", {}, ids, compute, code_files=code, verify=0, root=root, world=World(0, 2))
+    assert calls == ["0", "2", "4", "6"] and both == one
+    assert shard_paths(main) == [] and not shard_path(main, 0, 2).exists()
+    assert read_records(main) == read_records(next((tmp_path / "one").glob("s/*.jsonl")))
+    calls.clear()
+    assert run_stored("s", {}, ids, compute, code_files=code, verify=0, root=root) == one and calls == []
