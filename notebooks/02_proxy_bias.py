@@ -60,6 +60,7 @@ import numpy as np
 from IPython.display import Markdown, display
 from myst_nb import glue
 
+from gnuq_core import stats
 from gnuq_core.isotropy import proxy
 from gnuq_core.isotropy import text_proxy
 from gnuq_core.repro.cache import cached
@@ -285,11 +286,11 @@ names = {"proxy_same": "same-source proxy (TruthfulQA)", "proxy_other": "other-s
          "reference_diag": "training data, diagonal", "isotropic": "isotropic ‖g‖²"}
 # CI: bootstrap over query points (first head seed), paired with the reference
 r0 = text_runs[0]
-ci = {m: proxy.bootstrap_rho(r0["u"]["reference"], r0["u"][m], n_boot=n_boot, seed=seed) for m in methods}
-d_other = proxy.bootstrap_rho_diff(r0["u"]["reference"], r0["u"]["isotropic"], r0["u"]["proxy_other"],
-                                   n_boot=n_boot, seed=seed)
-d_same = proxy.bootstrap_rho_diff(r0["u"]["reference"], r0["u"]["isotropic"], r0["u"]["proxy_same"],
-                                  n_boot=n_boot, seed=seed)
+ci = {m: stats.bootstrap_spearman(r0["u"][m], r0["u"]["reference"], n_boot=n_boot, seed=seed) for m in methods}
+d_other = stats.bootstrap_spearman_difference(r0["u"]["reference"], r0["u"]["isotropic"], r0["u"]["proxy_other"],
+                                              n_boot=n_boot, seed=seed)
+d_same = stats.bootstrap_spearman_difference(r0["u"]["reference"], r0["u"]["isotropic"], r0["u"]["proxy_same"],
+                                             n_boot=n_boot, seed=seed)
 rows = ["| covariance from | ρ with reference (all queries) | 95% CI | TruthfulQA queries | TriviaQA queries |",
         "| --- | --- | --- | --- | --- |"]
 for m in methods:

@@ -60,6 +60,7 @@ import numpy as np
 from IPython.display import Markdown, display
 from myst_nb import glue
 
+from gnuq_core import stats
 from gnuq_core.isotropy import damping
 from gnuq_core.isotropy import spectra
 from gnuq_core.repro.cache import cached
@@ -326,7 +327,7 @@ glue("fig_damping", fig, display=False)
 plt.close(fig)
 
 j0 = int(np.argmin(np.abs(np.log(np.array(dampings) / weight_decay))))
-rho_c5, lo_c5, hi_c5 = spectra.bootstrap_spearman(big_exact["exact"], big_exact["isotropic"], n_boot=n_boot, seed=seed)
+rho_c5, lo_c5, hi_c5 = stats.bootstrap_spearman(big_exact["exact"], big_exact["isotropic"], n_boot=n_boot, seed=seed)
 glue("c5_rho", rho_c5, display=False)
 glue("c5_lo", lo_c5, display=False)
 glue("c5_hi", hi_c5, display=False)
@@ -339,7 +340,7 @@ glue("lam_big", float(dampings[-1]), display=False)
 glue("rho_w_min", cases[0]["rho"][j0], display=False)
 glue("big_rho", big["rho"], display=False)
 glue("big_rel", big["median_rel_error"], display=False)
-big_rho, big_lo, big_hi = spectra.bootstrap_spearman(big["exact"], big["isotropic"], n_boot=n_boot, seed=seed)
+big_rho, big_lo, big_hi = stats.bootstrap_spearman(big["exact"], big["isotropic"], n_boot=n_boot, seed=seed)
 glue("big_rho_lo", big_lo, display=False)
 glue("big_rho_hi", big_hi, display=False)
 glue("big_lanczos_err", float(np.median(np.abs(big["lanczos"] / big["exact"] - 1))), display=False)
@@ -372,7 +373,7 @@ display(Markdown("Spearman ρ(exact, isotropic) by width and damping:\n\n" + "\n
 # as λ grows (at λ = {glue:text}`lam_big:.0e`: {glue:text}`rho_big_lam:.3f`), exactly as the spectrum
 # predicts: more of the spectrum falls below λ. For the {glue:text}`big_p`-parameter MLP the
 # exact value comes from the Woodbury identity (its GGN, built from {glue:text}`n_train_val`
-# examples, has rank at most {glue:text}`n_train_val`; see `gnuq_core.isotropy.spectra.woodbury_quadratic_form`),
+# examples, has rank at most {glue:text}`n_train_val`; see `gnuq_core.isotropy.damped.damped_quadratic_form`),
 # and the isotropic estimate ranks the {glue:text}`n_query_val` queries with
 # ρ = {glue:text}`big_rho:.3f` (95% bootstrap CI {glue:text}`big_rho_lo:.3f`–{glue:text}`big_rho_hi:.3f`),
 # {glue:text}`big_vs_small` ρ. The Lanczos quadrature from $g$ reproduces the exact values to a

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
-from gnuq_core.stats import fit_isotropic_scale, magnitude_view, rank_agreement, spearman, trend
+from gnuq_core.stats import (bootstrap_spearman, bootstrap_spearman_difference, fit_isotropic_scale, magnitude_view,
+                             percentile_bootstrap, rank_agreement, spearman, spearman_pair, t_interval, trend)
 
 
 def test_spearman_matches_scipy_with_ties():
@@ -49,3 +50,43 @@ def test_rank_difference_and_combine():
     assert ci[0] > 0 and ci[0] <= d <= ci[1] and boot.shape == (200,)
     v, (lo, hi) = combine([0.5, 0.6, 0.7], [np.full(10, 0.5), np.full(10, 0.6), np.full(10, 0.7)])
     assert v == pytest.approx(0.6) and lo == pytest.approx(0.6) and hi == pytest.approx(0.6)
+
+
+def test_bootstrap_spearman_interval_contains_point():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(100)
+    rho, lo, hi = bootstrap_spearman(a, a + rng.standard_normal(100), n_boot=200)
+    assert lo <= rho <= hi and 0.3 < rho < 0.95
+
+
+def test_bootstrap_spearman_difference_detects_a_better_estimate():
+    rng = np.random.default_rng(0)
+    ref = rng.standard_normal(80)
+    rho, lo, hi = bootstrap_spearman(ref + 0.5 * rng.standard_normal(80), ref, n_boot=100)
+    assert lo <= rho <= hi
+    d, lo, hi = bootstrap_spearman_difference(ref, ref, ref + rng.standard_normal(80), n_boot=100)
+    assert 0 < lo <= d <= hi
+
+
+def test_percentile_bootstrap_draws_one_resample_per_replicate_in_order():
+    # the stored intervals depend on this stream: replicate r is the r-th rng.integers(0, n, n)
+    rng = np.random.default_rng(7)
+    want = [rng.integers(0, 11, 11).sum() for _ in range(5)]
+    seen = []
+    percentile_bootstrap(lambda i: seen.append(i.sum()) or 0.0, 11, n_boot=5, seed=7)
+    assert seen == want
+    with pytest.raises(ValueError, match="n_boot"):
+        percentile_bootstrap(lambda i: 0.0, 0, n_boot=5)
+
+
+def test_spearman_pair_is_scipys_and_agrees_with_the_vectorised_one():
+    rng = np.random.default_rng(3)
+    a, b = rng.integers(0, 4, 40).astype(float), rng.standard_normal(40)
+    assert spearman_pair(a, b) == spearmanr(a, b).statistic
+    assert spearman_pair(a, b) == pytest.approx(spearman(a, b), abs=1e-12)
+
+
+def test_t_interval():
+    m, lo, hi = t_interval(np.array([1.0, 2.0, 3.0]))
+    assert m == 2.0 and lo < 2.0 < hi and hi - 2.0 == pytest.approx(4.302652729911275 / np.sqrt(3))
+    assert t_interval(np.array([5.0])) == (5.0, 5.0, 5.0)

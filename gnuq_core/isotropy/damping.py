@@ -20,12 +20,13 @@ from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
-from scipy.stats import spearmanr
 
 from gnuq_core.isotropy import classifier
 from gnuq_core.isotropy import ggn_laplace as curvature
 from gnuq_core.isotropy import proxy
 from gnuq_core.isotropy import spectra
+from gnuq_core.isotropy.damped import damped_quadratic_form
+from gnuq_core.stats import spearman_pair
 
 __all__ = ["exact_case", "slq_case"]
 
@@ -103,13 +104,13 @@ def slq_case(width: int, seed: int = 0, n_train: int = 400, steps: int = 1000, w
     # The GGN of n examples has rank <= n, so the same quadratic form is also exact in n x n.
     a = curvature.ggn_factor(classifier.jacobian_rows(params, x), classifier.predict_proba(params, x),
                              scale=1.0 / n_train)
-    exact = spectra.woodbury_quadratic_form(a, gq, lam)
+    exact = damped_quadratic_form(a, gq, lam, method="woodbury")
     iso = (gq ** 2).sum(1) / lam
     return {"width": width, "n_params": dim, "hessian": h, "ggn": g, "exact": exact, "isotropic": iso,
-            "lanczos": lanczos, "rho": float(spearmanr(exact, iso).statistic),
+            "lanczos": lanczos, "rho": spearman_pair(exact, iso),
             "median_rel_error": float(np.median(iso / exact - 1)),
-            "rho_lanczos": float(spearmanr(lanczos, iso).statistic),
-            "rho_lanczos_vs_exact": float(spearmanr(lanczos, exact).statistic),
+            "rho_lanczos": spearman_pair(lanczos, iso),
+            "rho_lanczos_vs_exact": spearman_pair(lanczos, exact),
             "lanczos_rel_error": float(np.median(lanczos / exact - 1)),
             "rank_share": float(np.median(1 - lam * exact / np.maximum((gq ** 2).sum(1), 1e-300))),
             "train_acc": float(np.mean((classifier.predict_proba(params, x) > 0.5) == y))}

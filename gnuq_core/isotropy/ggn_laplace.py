@@ -9,12 +9,23 @@ and needs no labels, so it can be evaluated on *any* inputs, including proxy dat
 Laplace posterior covariance is ``Σ = (G + αI)⁻¹`` (α: prior precision), and the induced
 predictive variance of a query with gradient ``g = ∇θ p(x)`` is ``gᵀΣg``. The isotropic
 estimator replaces Σ by σ²I, i.e. ``‖g‖²``.
+
+Relation to :mod:`gnuq_core.bayes.laplace`: both compute a GGN-Laplace variance from
+per-input Jacobians (the same :func:`gnuq_core.isotropy.mlp.jacobian_rows`). This module
+serves the proxy-data and spectra chapters: an *isotropic* prior precision α and a
+curvature evaluated on arbitrary (proxy) inputs, so it works with the factor ``A`` and
+never forms a P×P matrix when n < P. ``bayes.laplace`` serves the MCMC comparison: the
+flat-θ BNN that NUTS samples, a per-layer (non-isotropic) prior, and the exact Hessian
+beside the GGN, so it forms the P×P precisions (P ≤ 5,000) and its NTK view calls the
+shared kernel form :func:`gnuq_core.isotropy.damped.kernel_residual`.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve, subspace_angles
+from scipy.linalg import subspace_angles
+
+from gnuq_core.isotropy.damped import damped_quadratic_form
 
 __all__ = ["ggn_factor", "laplace_variance", "diag_laplace_variance", "isotropic_variance",
            "top_eigenspace", "principal_angles"]
@@ -40,23 +51,11 @@ def ggn_factor(jac_logit: np.ndarray, probs: np.ndarray, scale: float = 1.0) -> 
 def laplace_variance(a: np.ndarray, grads: np.ndarray, prior_precision: float) -> np.ndarray:
     """``gᵀ(AᵀA + αI)⁻¹g`` for each row ``g`` of ``grads`` (exact, float64).
 
-    Uses a P×P Cholesky when P ≤ n and the Woodbury identity in the n×n data space
-    otherwise, so the cost is that of the smaller side.
+    The damped quadratic form :func:`gnuq_core.isotropy.damped.damped_quadratic_form`
+    with ``λ = α``: a P×P solve when P ≤ n and the Woodbury identity in the n×n data
+    space otherwise, so the cost is that of the smaller side.
     """
-    a = np.asarray(a, np.float64)
-    grads = np.asarray(grads, np.float64)
-    n, p = a.shape
-    alpha = float(prior_precision)
-    if p <= n:
-        m = a.T @ a
-        m[np.diag_indices_from(m)] += alpha
-        c = cho_factor(m)
-        return np.einsum("qp,pq->q", grads, cho_solve(c, grads.T))
-    k = a @ a.T
-    k[np.diag_indices_from(k)] += alpha
-    c = cho_factor(k)
-    ag = a @ grads.T  # (n, q)
-    return ((grads ** 2).sum(1) - np.einsum("nq,nq->q", ag, cho_solve(c, ag))) / alpha
+    return damped_quadratic_form(a, grads, prior_precision)
 
 
 def diag_laplace_variance(a: np.ndarray, grads: np.ndarray, prior_precision: float) -> np.ndarray:

@@ -18,6 +18,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from gnuq_core.isotropy.damped import kernel_residual
+
 
 class Posterior(NamedTuple):
     """Gaussian posterior over weights.
@@ -51,5 +53,4 @@ def function_space_variance(phi_query: np.ndarray, phi_train: np.ndarray, alpha:
     k_qq = np.sum(phi_query**2, axis=1) / alpha
     k_qx = phi_query @ phi_train.T / alpha
     k_xx = phi_train @ phi_train.T / alpha
-    solve = np.linalg.solve(k_xx + np.eye(len(phi_train)) / beta, k_qx.T)
-    return k_qq - np.sum(k_qx * solve.T, axis=1)
+    return kernel_residual(k_qq, k_qx, k_xx, 1 / beta)

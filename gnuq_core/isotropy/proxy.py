@@ -20,13 +20,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from gnuq_core.isotropy import classifier
 from gnuq_core.isotropy import ggn_laplace as curvature
+from gnuq_core.stats import spearman_pair, t_interval
 
-__all__ = ["sample_task", "query_grid", "run_seed", "summarise", "t_interval", "bootstrap_rho",
-           "bootstrap_rho_diff", "SHIFT_DIRECTION"]
+__all__ = ["sample_task", "query_grid", "run_seed", "summarise", "SHIFT_DIRECTION"]
 
 SHIFT_DIRECTION = np.array([1.0, 0.0])
 
@@ -47,10 +46,6 @@ def query_grid(n: int, extent: float = 4.0) -> np.ndarray:
     t = np.linspace(-extent, extent, n)
     g1, g2 = np.meshgrid(t, t)
     return np.column_stack([g1.ravel(), g2.ravel()])
-
-
-def _spearman(a: np.ndarray, b: np.ndarray) -> float:
-    return float(stats.spearmanr(a, b).statistic)
 
 
 def run_seed(seed: int, deltas: list[float], n_train: int = 400, hidden: list[int] | None = None,
@@ -100,8 +95,8 @@ def run_seed(seed: int, deltas: list[float], n_train: int = 400, hidden: list[in
     u_iso = curvature.isotropic_variance(gq)
     _, v_ref = curvature.top_eigenspace(a_ref, k_top)
     out: dict[str, Any] = {
-        "rho_iso": _spearman(u_iso, u_ref),
-        "rho_ref_diag": _spearman(curvature.diag_laplace_variance(a_ref, gq, alpha), u_ref),
+        "rho_iso": spearman_pair(u_iso, u_ref),
+        "rho_ref_diag": spearman_pair(curvature.diag_laplace_variance(a_ref, gq, alpha), u_ref),
         "rho_proxy": [], "rho_proxy_diag": [], "overlap": [], "structure": [], "log_ratio": [],
         "n_params": classifier.n_params(params),
         "train_acc": float(np.mean((classifier.predict_proba(params, x_tr) > 0.5) == y_tr)),
@@ -114,22 +109,12 @@ def run_seed(seed: int, deltas: list[float], n_train: int = 400, hidden: list[in
         u_px = curvature.laplace_variance(a_px, gq, alpha)
         _, v_px = curvature.top_eigenspace(a_px, k_top)
         log_ratio = np.log(u_px / u_ref)
-        out["rho_proxy"].append(_spearman(u_px, u_ref))
-        out["rho_proxy_diag"].append(_spearman(curvature.diag_laplace_variance(a_px, gq, alpha), u_ref))
+        out["rho_proxy"].append(spearman_pair(u_px, u_ref))
+        out["rho_proxy_diag"].append(spearman_pair(curvature.diag_laplace_variance(a_px, gq, alpha), u_ref))
         out["overlap"].append(float(np.mean(np.cos(curvature.principal_angles(v_ref, v_px)) ** 2)))
-        out["structure"].append(_spearman(log_ratio, along))
+        out["structure"].append(spearman_pair(log_ratio, along))
         out["log_ratio"].append(log_ratio)
     return out
-
-
-def t_interval(x: np.ndarray, level: float = 0.95) -> tuple[float, float, float]:
-    """Mean and Student-t confidence interval of the mean of ``x`` (over seeds)."""
-    x = np.asarray(x, float)
-    m = float(x.mean())
-    if len(x) < 2:
-        return m, m, m
-    h = float(stats.t.ppf(0.5 + level / 2, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x)))
-    return m, m - h, m + h
 
 
 def summarise(runs: list[dict[str, Any]], deltas: list[float]) -> dict[str, Any]:
@@ -158,28 +143,3 @@ def summarise(runs: list[dict[str, Any]], deltas: list[float]) -> dict[str, Any]
             break
     table["diff_seeds_at_max"] = diff[:, -1]
     return table
-
-
-def bootstrap_rho(ref: np.ndarray, u: np.ndarray, n_boot: int = 1000, seed: int = 0,
-                  level: float = 0.95) -> tuple[float, float, float]:
-    """Spearman ρ(u, ref) over query points and its percentile bootstrap CI."""
-    ref, u = np.asarray(ref), np.asarray(u)
-    rng = np.random.default_rng(seed)
-    rho = _spearman(u, ref)
-    boots = [_spearman(u[i], ref[i]) for i in (rng.integers(0, len(ref), len(ref)) for _ in range(n_boot))]
-    lo, hi = np.nanpercentile(boots, [50 * (1 - level), 50 * (1 + level)])
-    return rho, float(min(lo, rho)), float(max(hi, rho))
-
-
-def bootstrap_rho_diff(ref: np.ndarray, a: np.ndarray, b: np.ndarray, n_boot: int = 1000, seed: int = 0,
-                       level: float = 0.95) -> tuple[float, float, float]:
-    """``ρ(a, ref) − ρ(b, ref)`` and its paired percentile bootstrap CI over query points."""
-    ref, a, b = np.asarray(ref), np.asarray(a), np.asarray(b)
-    rng = np.random.default_rng(seed)
-    d = _spearman(a, ref) - _spearman(b, ref)
-    boots = []
-    for _ in range(n_boot):
-        i = rng.integers(0, len(ref), len(ref))
-        boots.append(_spearman(a[i], ref[i]) - _spearman(b[i], ref[i]))
-    lo, hi = np.nanpercentile(boots, [50 * (1 - level), 50 * (1 + level)])
-    return d, float(min(lo, d)), float(max(hi, d))

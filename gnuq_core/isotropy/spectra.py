@@ -12,7 +12,8 @@ the same Lanczos code serves an explicit matrix, a JAX Hessian-vector product
   eigenvectors), a quadrature rule for ``vᵀ f(H) v`` (Golub & Meurant; Ubaru, Chen & Saad
   2017; Ghorbani, Krishnan & Xiao 2019).
 - :func:`lanczos_quadratic_form` estimates ``gᵀ f(H) g`` for one vector ``g`` (e.g.
-  ``f(x) = 1/(x + λ)``), which is what the damped Laplace estimator needs.
+  ``f(x) = 1/(x + λ)``), which is what the damped Laplace estimator needs; for a curvature
+  given as a low-rank factor the exact form is :func:`gnuq_core.isotropy.damped.damped_quadratic_form`.
 - :func:`spectrum_summary` and :func:`damped_vs_isotropic` summarise an exact spectrum.
 """
 
@@ -22,13 +23,14 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
-from scipy.stats import spearmanr
+
+from gnuq_core.stats import spearman_pair
 
 MatVec = Callable[[np.ndarray], np.ndarray]
 
 __all__ = [
     "lanczos", "slq", "SLQResult", "lanczos_quadratic_form", "spectrum_summary",
-    "damped_vs_isotropic", "woodbury_quadratic_form", "bootstrap_spearman", "jax_hessian", "jax_hvp", "jax_ggn_vp", "torch_hvp", "dense_matvec",
+    "damped_vs_isotropic", "jax_hessian", "jax_hvp", "jax_ggn_vp", "torch_hvp", "dense_matvec",
 ]
 
 
@@ -236,60 +238,9 @@ def damped_vs_isotropic(eigvals: np.ndarray, eigvecs: np.ndarray, grads: np.ndar
     exact = (proj ** 2 / (lam + damping)).sum(axis=1)
     iso = (grads ** 2).sum(axis=1) / damping
     rel = iso / exact - 1.0
-    rho = float(spearmanr(exact, iso).statistic)
+    rho = spearman_pair(exact, iso)
     return {"exact": exact, "isotropic": iso, "rel_error": rel,
             "median_rel_error": float(np.median(rel)), "spearman": rho}
-
-
-def woodbury_quadratic_form(factor: np.ndarray, grads: np.ndarray, damping: float) -> np.ndarray:
-    """Exact ``gᵀ(AᵀA + λI)⁻¹g`` for a low-rank curvature ``AᵀA`` (``A``: n × P, n ≪ P).
-
-    By the Woodbury identity, ``(AᵀA + λI)⁻¹ = λ⁻¹ (I − Aᵀ(λI + AAᵀ)⁻¹A)``, so
-
-        gᵀ(AᵀA + λI)⁻¹g = λ⁻¹ (‖g‖² − (Ag)ᵀ (λI + AAᵀ)⁻¹ (Ag)),
-
-    which needs only the n × n matrix ``AAᵀ``: exact (to float64 rounding) where Lanczos
-    quadrature is an approximation. A GGN of n examples with one output has this form
-    (`gnuq_core.isotropy.ggn_laplace.ggn_factor`).
-
-    Parameters
-    ----------
-    factor : ndarray, shape (n, P)
-    grads : ndarray, shape (n_queries, P)
-    damping : float
-        λ > 0.
-
-    Returns
-    -------
-    ndarray, shape (n_queries,)
-    """
-    a = np.asarray(factor, dtype=np.float64)
-    ag = a @ np.asarray(grads, dtype=np.float64).T  # (n, q)
-    inner = np.linalg.solve(a @ a.T + damping * np.eye(a.shape[0]), ag)
-    return ((grads ** 2).sum(axis=1) - (ag * inner).sum(axis=0)) / damping
-
-
-def bootstrap_spearman(a: np.ndarray, b: np.ndarray, n_boot: int = 1000, seed: int = 0,
-                       level: float = 0.95) -> tuple[float, float, float]:
-    """Spearman ρ of paired samples and its percentile bootstrap CI (resampling pairs)."""
-    a, b = np.asarray(a), np.asarray(b)
-    rng = np.random.default_rng(seed)
-    rho = float(spearmanr(a, b).statistic)
-    ra, rb = stats_rank(a), stats_rank(b)
-    boots = []
-    for _ in range(n_boot):
-        i = rng.integers(0, len(a), len(a))
-        # Spearman of a resample = Pearson of the resample's ranks; re-rank for ties
-        boots.append(np.corrcoef(stats_rank(ra[i]), stats_rank(rb[i]))[0, 1])
-    lo, hi = np.nanpercentile(boots, [50 * (1 - level), 50 * (1 + level)])
-    return rho, float(min(lo, rho)), float(max(hi, rho))
-
-
-def stats_rank(x: np.ndarray) -> np.ndarray:
-    """Average ranks (ties share their mean rank)."""
-    from scipy.stats import rankdata
-
-    return rankdata(x)
 
 
 # ---------------------------------------------------------------- framework adapters

@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from gnuq_core.isotropy import classifier
 from gnuq_core.isotropy import ggn_laplace as curvature
 from gnuq_core.repro.paths import REPO_ROOT
+from gnuq_core.stats import spearman_pair
 
 __all__ = ["data_dir", "load_truthfulqa", "load_triviaqa", "bucket", "make_split", "minilm_dir",
            "load_minilm", "embed", "run_head_experiment"]
@@ -148,10 +148,6 @@ def embed(texts: list[str], model: Any, tokenizer: Any, batch_size: int = 64, ma
     return np.concatenate(out, axis=0).astype(np.float32)
 
 
-def _spearman(a: np.ndarray, b: np.ndarray) -> float:
-    return float(stats.spearmanr(a, b).statistic)
-
-
 def run_head_experiment(emb: dict[str, np.ndarray], labels: dict[str, np.ndarray], seed: int = 0,
                         hidden: list[int] | None = None, steps: int = 1500, weight_decay: float = 1e-2,
                         k_top: int = 10) -> dict[str, Any]:
@@ -203,8 +199,8 @@ def run_head_experiment(emb: dict[str, np.ndarray], labels: dict[str, np.ndarray
     p_test = classifier.predict_proba(params, emb["query_same"])
     return {
         "u": u,
-        "rho": {k: _spearman(v, u["reference"]) for k, v in u.items() if k != "reference"},
-        "rho_by_domain": {d: {k: _spearman(v[s], u["reference"][s]) for k, v in u.items() if k != "reference"}
+        "rho": {k: spearman_pair(v, u["reference"]) for k, v in u.items() if k != "reference"},
+        "rho_by_domain": {d: {k: spearman_pair(v[s], u["reference"][s]) for k, v in u.items() if k != "reference"}
                           for d, s in dom.items()},
         "overlap": overlap,
         "test_acc": float(np.mean((p_test > 0.5) == labels["query_same"])),

@@ -39,11 +39,3 @@ def test_run_seed_and_summary_shapes():
     x0, _ = proxy.sample_task(np.random.default_rng(5), 2000, delta=2.0)
     assert abs(x0[:, 0].mean() - 2.0) < 0.1 and abs(x0[:, 1].mean()) < 0.1
 
-
-def test_bootstrap_helpers():
-    rng = np.random.default_rng(0)
-    ref = rng.standard_normal(80)
-    rho, lo, hi = proxy.bootstrap_rho(ref, ref + 0.5 * rng.standard_normal(80), n_boot=100)
-    assert lo <= rho <= hi
-    d, lo, hi = proxy.bootstrap_rho_diff(ref, ref, ref + rng.standard_normal(80), n_boot=100)
-    assert 0 < lo <= d <= hi
