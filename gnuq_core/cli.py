@@ -107,18 +107,25 @@ def _cmd_score(args: argparse.Namespace) -> int:
 def _cmd_qa(args: argparse.Namespace) -> int:
     from gnuq_core.qa.data import load_qa
     from gnuq_core.qa.engine import QAConfig, run_benchmark
+    from gnuq_core.repro.records import RecordFile
+    from gnuq_core.repro.shards import distributed, shard_path
 
     items = load_qa(args.dataset, data_dir=args.data_dir, limit=args.limit)
     config = QAConfig(model=args.model, dataset=args.dataset, dtype=args.dtype, style=args.style, max_new_tokens=args.max_new_tokens,
                       groups=args.groups, n_samples=args.samples, temperature=args.temperature,
                       clusterer=args.clusterer, threshold=args.threshold, p_true=not args.no_p_true, seed=args.seed)
-    # Fail on a foreign output file before spending time on loading the model.
-    from gnuq_core.repro.records import RecordFile
-
-    RecordFile(args.out, {**asdict(config)})
-    lm = _load(args)
-    n = run_benchmark(lm, items, config, args.out, progress=not args.no_progress)
-    print(f"wrote {n} new records to {args.out} ({len(items)} questions in the slice)")
+    # Under torchrun each rank writes its own shard of --out (merged into --out at the end).
+    with distributed(args.device, threads=args.threads) as world:
+        if world.sharded and args.device == "cuda":
+            args.device = f"cuda:{world.local_rank}"
+        # Fail on a foreign output file (or another job on this shard) before loading the model.
+        out = shard_path(args.out, world.rank, world.size) if world.sharded else args.out
+        check = RecordFile(out, {**asdict(config)})
+        getattr(check, "close", lambda: None)()
+        lm = _load(args)
+        n = run_benchmark(lm, items, config, args.out, progress=not args.no_progress, world=world)
+    where = f" (rank {world.rank} of {world.size}; shards merged into {args.out})" if world.sharded else ""
+    print(f"wrote {n} new records to {args.out}{where} ({len(items)} questions in the slice)")
     return 0
 
 
@@ -135,7 +142,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--p-true", action="store_true", help="also run the P(True) baseline")
     s.add_argument("--json", action="store_true", help="print JSON instead of a table")
     s.set_defaults(func=_cmd_score)
-    q = sub.add_parser("qa", help="run a benchmark slice into a resumable JSONL file")
+    q = sub.add_parser("qa", help="run a benchmark slice into a resumable JSONL file (shardable: "
+                                  "torchrun --nproc-per-node N -m gnuq_core.cli qa ...)")
     _common(q)
     q.add_argument("--dataset", required=True, choices=["truthfulqa", "triviaqa"])
     q.add_argument("--limit", type=int, default=None)
@@ -148,6 +156,8 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--no-p-true", action="store_true")
     q.add_argument("--seed", type=int, default=0)
     q.add_argument("--no-progress", action="store_true")
+    q.add_argument("--threads", type=int, default=None,
+                   help="torch threads per process (default: 1 under torchrun with several ranks, else torch's)")
     q.set_defaults(func=_cmd_qa)
     return parser
 

@@ -89,7 +89,6 @@ from gnuq_core.qa import transfer
 from gnuq_core.qa.data import load_qa
 from gnuq_core.lm.models import load_model
 from gnuq_core.repro.provenance import Provenance
-from gnuq_core.qa.engine import QAConfig
 from gnuq_core.qa.multiple_choice import load_mc, mc_scores
 
 warnings.filterwarnings("ignore", category=ConstantInputWarning)  # ρ of a constant column is NaN, shown as such
@@ -114,8 +113,9 @@ NAMES = {"truthfulqa": "TruthfulQA", "triviaqa": "TriviaQA"}
 # For every answer we then run, on the same generation: the forward–backward pass that
 # gives $\lVert\nabla_\theta \log p\rVert^2$ (and hence all gradient scores); a P(True)
 # self-check pass (Kadavath et al. 2022); `n_samples` temperature-1 samples for predictive
-# and semantic entropy (samples clustered by meaning with the MiniLM sentence encoder); and
-# one more forward–backward pass that splits the gradient norm by layer. Everything is
+# and semantic entropy (samples clustered by meaning with the MiniLM sentence encoder). The
+# gradient pass also splits its norm by layer (the hooks see every parameter's gradient, so
+# the split costs no second pass). Everything is
 # cached per question and configuration, so a rebuild only recomputes what changed. The full
 # profile keeps these per-question records in the repository's results store (ids, generated
 # answers and numbers; never the question or reference texts, which are read from the data by
@@ -150,13 +150,11 @@ costs: dict[str, dict] = {}
 mc_rows = []
 for name in models:
     lm = load_model(name)
-    config = QAConfig(model=name, max_new_tokens=max_new_tokens, n_samples=n_samples, clusterer="embedding",
-                      seed=seed)
+    config = qa_study.chapter_config(name, max_new_tokens=max_new_tokens, n_samples=n_samples, seed=seed)
     for d in DATASETS:
         runs[name, d] = qa_study.run_dataset(lm, subsets[d], config, progress=False, store=use_results_store,
                                              verify=store_verify)
-        groups[name, d] = qa_study.run_group_norms(lm, runs[name, d][:n_layer_questions or None], config, d,
-                                                   progress=False, store=use_results_store, verify=store_verify)
+        groups[name, d] = qa_study.group_norms_of(runs[name, d][:n_layer_questions or None])
     costs[name] = qa_study.variant_costs(lm, runs[name, "triviaqa"], n=n_cost)
     costs[name]["mean_generate"] = float(np.mean([r["timings"]["generate"] for d in DATASETS for r in runs[name, d]]))
     costs[name]["mean_sampling"] = float(np.mean([r["timings"].get("sample", np.nan) + r["timings"].get("cluster", 0)
@@ -428,12 +426,12 @@ display(ablation.round(3))
 # %% [markdown]
 # ## 7. Which layers carry the signal, and what do cheaper variants cost?
 #
-# One more backward pass per answer splits $\lVert\nabla_\theta \log p\rVert^2$ by parameter
+# The gradient pass of each answer also splits $\lVert\nabla_\theta \log p\rVert^2$ by parameter
 # group: the embedding matrix (in both models it is tied to the output projection, so this
 # group is also the LM head), each decoder block, and the rest (normalisation weights).
 # Two cheap variants drop parameters from the estimator: all parameters *except* the
 # embedding matrix, and the last decoder block only (the backward pass then stops early).
-# This extra pass runs on the first `n_layer_questions` answers of each model × dataset
+# The per-layer analysis uses the first `n_layer_questions` answers of each model × dataset
 # (all of them in the full profile).
 
 # %%

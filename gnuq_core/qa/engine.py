@@ -3,23 +3,31 @@
 Per question, the passes are (each timed): greedy generation; the gradient-norm
 forward-backward on the greedy answer; P(True) (one forward); N temperature samples
 (shared by predictive, length-normalised predictive and semantic entropy); clustering
-of the samples. The record keeps the raw pass outputs (token log-probs, entropies,
-sampled answers with their log-probs and cluster ids), so every cheap score can be
+of the samples. The gradient pass also gives the per-layer split of its norm
+(``group_sq``: embeddings, each decoder block, other; they sum to ``grad_sq``). The record
+keeps the raw pass outputs (token log-probs, entropies, sampled answers with their
+log-probs and cluster ids), so every cheap score can be
 recomputed from the file without the model: the scores are declared once, in
 `gnuq_core.qa.scores`.
+
+Samples are seeded per question (`question_seed`: the run's seed and the question id), so a
+record is the same whichever process computes it: `run_benchmark` can be sharded over
+``torchrun`` ranks (`gnuq_core.repro.shards`) and the merged file equals a one-process run.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from gnuq_core.lm import baselines as bl
 from gnuq_core.qa import scores as registry
 
-__all__ = ["QAConfig", "evaluate_question", "question_record", "resolved_style", "run_benchmark", "rescore", "clean"]
+__all__ = ["QAConfig", "evaluate_question", "question_record", "question_seed", "record_groups", "resolved_style",
+           "run_benchmark", "rescore", "clean"]
 
 
 @dataclass(frozen=True)
@@ -86,9 +94,30 @@ class _Clock:
         self.cpu[self.key] = time.process_time() - self.c0
 
 
+def record_groups(groups: str) -> str:
+    """The parameter groups of a record's gradient pass for the preset ``groups``.
+
+    ``"all"`` becomes ``"per_block"`` (`gnuq_core.lm.anatomy.per_block_groups`): the same
+    parameters, split into ``embeddings``, ``block 00`` … and ``other``, so one pass gives
+    the total and the per-layer norms. Other presets are kept (one group).
+    """
+    return "per_block" if groups == "all" else groups
+
+
+def question_seed(seed: int, question_id: str) -> int:
+    """The sampling seed of one question: from the run's ``seed`` and the question's id only
+    (never the process or the position in a shard), so its samples are the same in every run."""
+    digest = hashlib.sha256(f"{seed}:{question_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") >> 1  # a non-negative int64
+
+
 def evaluate_question(model: Any, tokenizer: Any, question: str, config: QAConfig, *, style: str,
                       clusterer: Any = None) -> dict[str, Any]:
     """All scores, raw pass outputs and timings for one question (a JSON-ready dict).
+
+    ``grad_sq`` is ``||grad log p||^2`` over the parameters of ``config.groups`` and
+    ``group_sq`` its split by group (`record_groups`; they sum to ``grad_sq``). The samples
+    use ``config.seed`` (`question_record` passes the question's own seed).
 
     ``timings`` holds wall-clock seconds per pass: ``generate``, ``gradient``, ``p_true``,
     ``sample`` (shared by the three sampling baselines) and ``cluster`` (semantic entropy
@@ -97,7 +126,8 @@ def evaluate_question(model: Any, tokenizer: Any, question: str, config: QAConfi
     """
     from gnuq_core.lm.prompts import encode_prompt, format_prompt
     from gnuq_core.lm.decoding import generate, sample_answers
-    from gnuq_core.lm.scoring import score
+    from gnuq_core.lm.gradient import forward_backward
+    from gnuq_core.lm.scoring import uncertainties
 
     timings: dict[str, float] = {}
     cpu: dict[str, float] = {}
@@ -106,9 +136,8 @@ def evaluate_question(model: Any, tokenizer: Any, question: str, config: QAConfi
         gen = generate(model, tokenizer, ids, max_new_tokens=config.max_new_tokens,
                        stop_at_newline=(style == "fewshot"))
     with _Clock(timings, cpu, "gradient"):
-        res = score(model, tokenizer, question, style=style, generation=gen,
-                    groups=None if config.groups == "all" else config.groups)
-    seq, norm = res.sequence, res.normalized
+        gp = forward_backward(model, ids, gen.answer_ids, groups=record_groups(config.groups), per_group=True)
+    seq, norm = uncertainties(gp.token_log_probs, gp.grad_sq, gp.group_sq)
     scores: dict[str, Any] = {
         "log_p": seq.log_p, "p": seq.p, "log10_grad_log_p_sq": seq.log10_grad_log_p_sq,
         "log10_epistemic": seq.log10_epistemic, "epistemic": seq.epistemic, "aleatoric": seq.aleatoric,
@@ -116,11 +145,12 @@ def evaluate_question(model: Any, tokenizer: Any, question: str, config: QAConfi
         "normalized": {"p": norm.p, "log10_epistemic": norm.log10_epistemic, "epistemic": norm.epistemic,
                        "aleatoric": norm.aleatoric, "combined": norm.combined},
     }
-    record: dict[str, Any] = {"answer": res.answer, "generation": asdict(gen)}
+    record: dict[str, Any] = {"answer": gen.answer, "generation": asdict(gen), "grad_sq": gp.grad_sq,
+                              "group_sq": gp.group_sq}
     scores.update(_generation_values(record))
     if config.p_true:
         with _Clock(timings, cpu, "p_true"):
-            scores["p_true"] = bl.p_true(model, tokenizer, question, res.answer, style=style)["p_true"]
+            scores["p_true"] = bl.p_true(model, tokenizer, question, gen.answer, style=style)["p_true"]
     if config.n_samples > 0:
         with _Clock(timings, cpu, "sample"):
             samples = sample_answers(model, tokenizer, ids, config.n_samples, temperature=config.temperature,
@@ -176,10 +206,13 @@ def question_record(loaded: Any, item: Any, config: QAConfig, *, style: str, clu
     With ``texts`` (the command line's output files) the record also carries the question
     and the reference answers (``correctness_inputs``), so it can be graded on its own;
     without (the repository's results store) it holds only ids, generated answers and
-    numbers, and is graded against the dataset by id.
+    numbers, and is graded against the dataset by id. The samples are seeded with
+    `question_seed` of ``config.seed`` and the item's id.
     """
     t0 = time.perf_counter()
-    rec = evaluate_question(loaded.model, loaded.tokenizer, item.question, config, style=style, clusterer=clusterer)
+    rec = evaluate_question(loaded.model, loaded.tokenizer, item.question,
+                            replace(config, seed=question_seed(config.seed, item.id)), style=style,
+                            clusterer=clusterer)
     rec["timings"]["total"] = time.perf_counter() - t0
     head: dict[str, Any] = {"dataset": item.dataset, "style": style}
     if texts:
@@ -194,22 +227,33 @@ def resolved_style(loaded: Any, config: QAConfig) -> str:
     return loaded.prompt_style if config.style == "auto" else config.style
 
 
-def run_benchmark(loaded: Any, items: list[Any], config: QAConfig, out: Any, *, progress: bool = True) -> int:
-    """Evaluate ``items`` into the result file ``out`` (resumable); returns records written now."""
+def run_benchmark(loaded: Any, items: list[Any], config: QAConfig, out: Any, *, progress: bool = True,
+                  world: Any = None) -> int:
+    """Evaluate ``items`` into the result file ``out`` (resumable); returns records written now.
+
+    With ``world`` (`gnuq_core.repro.shards.World`, several ranks) this process evaluates the
+    items at positions ≡ rank (mod size) into its own shard ``<out stem>.rank{r}of{N}.jsonl``;
+    at the end rank 0 merges the shards into ``out`` in the order of ``items``.
+    """
     from tqdm.auto import tqdm
 
     from gnuq_core.lm.clustering import get_clusterer
-    from gnuq_core.repro.records import RecordFile
+    from gnuq_core.repro.shards import World, read_merged, writer
 
+    world = world or World()
     style = resolved_style(loaded, config)
     wrong = sorted({it.dataset for it in items} - {config.dataset}) if config.dataset else []
     if wrong:
         raise ValueError(f"config.dataset is {config.dataset!r} but the items come from {', '.join(wrong)}")
-    rf = RecordFile(out, asdict(config))
-    todo = [it for it in items if it.id not in rf.done]
-    clusterer = get_clusterer(config.clusterer, config.threshold) if config.n_samples > 0 else None
+    by_id = {it.id: it for it in items}
+    order = list(by_id)
+    mine = world.mine(order)
+    done = {r["id"] for r in read_merged(out)[1]} if world.sharded else set()  # other shards' and main's
     written = 0
-    for it in tqdm(todo, desc=f"{config.model} qa", disable=not progress, initial=len(items) - len(todo),
-                   total=len(items)):
-        written += rf.append(it.id, question_record(loaded, it, config, style=style, clusterer=clusterer))
+    with writer(out, asdict(config), world, order) as rf:
+        todo = [i for i in mine if i not in rf.done and i not in done]
+        clusterer = get_clusterer(config.clusterer, config.threshold) if todo and config.n_samples > 0 else None
+        label = f"{config.model} qa" + (f" [rank {world.rank}/{world.size}]" if world.sharded else "")
+        for i in tqdm(todo, desc=label, disable=not progress, initial=len(mine) - len(todo), total=len(mine)):
+            written += rf.append(i, question_record(loaded, by_id[i], config, style=style, clusterer=clusterer))
     return written

@@ -6,9 +6,12 @@ This module glues the engine (`gnuq_core.qa.engine`, `gnuq_core.lm.scoring`) to 
   `gnuq_core.qa.engine.run_benchmark`, into ``<cache>/qa/<dataset>-<config key>.jsonl``; every
   question is computed once per configuration, so rebuilding the book re-reads the file
   and a long (full-profile) run can be interrupted and resumed.
-* `run_group_norms`: ``||grad log p||^2`` split by parameter group (the
-  tied embedding / output matrix, each decoder block, the rest) for the cached greedy
-  answers, in one extra forward-backward pass per question (cached the same way).
+* `group_norms_of`: ``||grad log p||^2`` split by parameter group (the tied embedding /
+  output matrix, each decoder block, the rest), read from the records (the engine's one
+  gradient pass per question computes the split; the groups sum to the total).
+* `chapter_config`, `fill` (``python -m gnuq_core.qa.study fill``): the chapter's
+  configuration from a profile, and filling its store outside the notebook, sharded under
+  ``torchrun --nproc-per-node N`` (`gnuq_core.repro.shards`).
 * `variant_costs`: seconds per forward-backward pass for all parameters, all but the
   embeddings, and the last block only.
 * `score_table`: one row per question: answer, length, stop reason, correctness labels
@@ -31,7 +34,8 @@ from gnuq_core.repro.cache import config_key
 from gnuq_core.repro.paths import cache_dir
 
 __all__ = ["CATEGORY_GROUPS", "category_group", "select_items", "run_path",
-           "run_dataset", "run_group_norms", "variant_costs", "score_table", "group_scores", "aligned"]
+           "run_dataset", "group_norms_of", "chapter_config", "fill", "variant_costs", "score_table", "group_scores",
+           "aligned"]
 
 CATEGORY_GROUPS: dict[str, tuple[str, ...]] = {
     "Misconceptions & myths": ("Misconceptions", "Misconceptions: Topical", "Myths and Fairytales", "Superstitions",
@@ -91,7 +95,7 @@ def with_prompt_ids(loaded: Any, record: Mapping[str, Any], question: str) -> di
 
 
 def run_dataset(loaded: Any, items: Sequence[Any], config: Any, *, progress: bool = True, store: bool = False,
-                verify: int = 2, store_root: Path | None = None) -> list[dict[str, Any]]:
+                verify: int = 2, store_root: Path | None = None, world: Any = None) -> list[dict[str, Any]]:
     """Evaluate ``items`` (one dataset) with `gnuq_core.qa.engine`; their records.
 
     By default the records live in the local cache (resumable JSONL). With ``store`` they
@@ -99,9 +103,13 @@ def run_dataset(loaded: Any, items: Sequence[Any], config: Any, *, progress: boo
     numbers only, never question or reference texts (nor the prompt's token ids, which are
     re-encoded on reading); stored records are reused, missing ones computed and appended,
     and ``verify`` random stored ones recomputed and compared.
+
+    With ``world`` (`gnuq_core.repro.shards.World` of a ``torchrun`` job) this process
+    computes the missing items at positions ≡ rank (mod size) of ``items`` into its own
+    shard; rank 0 merges the shards at the end, and every rank returns all the records.
     """
     from gnuq_core.qa.engine import question_record, resolved_style, run_benchmark
-    from gnuq_core.repro.records import read_records
+    from gnuq_core.repro.shards import read_merged
 
     if not items:
         return []
@@ -117,53 +125,29 @@ def run_dataset(loaded: Any, items: Sequence[Any], config: Any, *, progress: boo
                           lambda i: storable(question_record(loaded, by_id[i], config, style=style,
                                                              clusterer=clusterer, texts=False)),
                           code_files=STORE_CODE, verify=verify, rtol=1e-3, atol=1e-6,
-                          progress=f"{config.model} {dataset}" if progress else None, root=store_root)
+                          progress=f"{config.model} {dataset}" if progress else None, root=store_root,
+                          world=world)
         return [with_prompt_ids(loaded, r, by_id[r["id"]].question) for r in recs]
     path = run_path(config, dataset)
-    run_benchmark(loaded, list(items), config, path, progress=progress)
-    _, recs = read_records(path)
+    run_benchmark(loaded, list(items), config, path, progress=progress, world=world)
+    _, recs = read_merged(path)
     by_id = {r["id"]: r for r in recs}
     return [by_id[it.id] for it in items]
 
 
-def run_group_norms(loaded: Any, records: Sequence[Mapping[str, Any]], config: Any, dataset: str, *,
-                    progress: bool = True, store: bool = False, verify: int = 2,
-                    store_root: Path | None = None) -> dict[str, dict[str, float]]:
-    """Per-group ``||grad log p||^2`` of each record's greedy answer (cached, resumable;
-    with ``store``, in the results store like `run_dataset`).
+def group_norms_of(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
+    """``{record id: {group: ||grad_group log p||^2}}`` from the records' ``group_sq``
+    (embeddings, ``block 00`` …, other: computed by the record's own gradient pass).
 
-    Returns ``{record id: {group: value}}``.
+    Raises ``KeyError`` naming the first record without the split (made by older code).
     """
-    from tqdm.auto import tqdm
-
-    from gnuq_core.repro.records import RecordFile, read_records
-    from gnuq_core.lm.gradient import forward_backward
-
-    from gnuq_core.lm.anatomy import per_block_groups
-
-    groups = per_block_groups(loaded.model)
-    by_id = {r["id"]: r for r in records}
-
-    def compute(rid: str) -> dict[str, Any]:
-        g = by_id[rid]["generation"]
-        gp = forward_backward(loaded.model, g["prompt_ids"], g["answer_ids"], groups=groups, per_group=True)
-        return {"group_sq": gp.group_sq, "grad_sq": gp.grad_sq, "seconds": gp.seconds}
-
-    config_dict = {**asdict(config), "dataset": dataset, "groups": list(groups)}
-    if store:
-        from gnuq_core.repro.results_store import run_stored
-
-        recs = run_stored("qa_groups", config_dict, list(by_id), compute, code_files=STORE_CODE, verify=verify,
-                          rtol=1e-3, atol=1e-6, progress=f"{config.model} per-layer" if progress else None,
-                          root=store_root)
-        return {r["id"]: r["group_sq"] for r in recs}
-    path = run_path(config, dataset, kind="qa_groups")
-    rf = RecordFile(path, config_dict)
-    for rid in tqdm([i for i in by_id if i not in rf.done], desc=f"{config.model} per-layer", disable=not progress):
-        rf.append(rid, compute(rid))
-    _, recs = read_records(path)
-    out = {x["id"]: x["group_sq"] for x in recs}
-    return {r["id"]: out[r["id"]] for r in records}
+    out = {}
+    for r in records:
+        if not r.get("group_sq"):
+            raise KeyError(f"record {r['id']!r} has no per-group norms (group_sq): it was made by older code; "
+                           "recompute it")
+        out[r["id"]] = dict(r["group_sq"])
+    return out
 
 
 def variant_costs(loaded: Any, records: Sequence[Mapping[str, Any]], *, n: int = 5, repeats: int = 1
@@ -204,7 +188,7 @@ def score_table(records: Sequence[Mapping[str, Any]], items: Mapping[str, Any], 
     embed : callable, optional
         Sentence encoder for the TruthfulQA embedding judge (``correct_embed``).
     group_norms : mapping, optional
-        Output of `run_group_norms` (the field ``group_sq`` of the variant scores; NaN for
+        Output of `group_norms_of` (the field ``group_sq`` of the variant scores; NaN for
         records without it).
 
     Returns
@@ -286,3 +270,147 @@ def aligned(a: Any, b: Any, column: str) -> tuple[np.ndarray, np.ndarray]:
     """Values of ``column`` in two tables on their common question ids (same order)."""
     common = [i for i in a["id"] if i in set(b["id"])]
     return (a.set_index("id").loc[common, column].to_numpy(), b.set_index("id").loc[common, column].to_numpy())
+
+
+CHAPTER = "06"
+SIZE_PARAMETER = {"truthfulqa": "n_truthfulqa", "triviaqa": "n_triviaqa"}
+
+
+def chapter_parameters(profile: str, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Chapter 06's parameters as the chapter runner injects them: the notebook's defaults,
+    updated by ``profile`` (``notebooks/profiles/<profile>.yml``), then by ``overrides``."""
+    import tempfile
+
+    from gnuq_core.repro import chapters as ch
+
+    source = ch.find_chapter(CHAPTER)
+    with tempfile.TemporaryDirectory() as tmp:
+        defaults = ch.declared_parameters(ch.to_ipynb(source, Path(tmp) / f"{source.stem}.ipynb"))
+    overrides = {**ch.load_profile(profile).get(source.stem, {}), **(overrides or {}), "profile": profile}
+    return ch.resolve_parameters(source.stem, defaults, overrides)
+
+
+def chapter_config(model: str, *, max_new_tokens: int, n_samples: int, seed: int) -> Any:
+    """The `QAConfig` chapter 06 runs ``model`` with (the key of its cached or stored
+    records), from the chapter's parameters of the same names."""
+    from gnuq_core.qa.engine import QAConfig
+
+    return QAConfig(model=model, max_new_tokens=max_new_tokens, n_samples=n_samples, clusterer="embedding",
+                    seed=seed)
+
+
+def _config(model: str, params: Mapping[str, Any]) -> Any:
+    return chapter_config(model, max_new_tokens=params["max_new_tokens"], n_samples=params["n_samples"],
+                          seed=params["seed"])
+
+
+def chapter_items(dataset: str, params: Mapping[str, Any], data_dir: str | Path | None = None) -> list[Any]:
+    """The questions chapter 06 asks of ``dataset``: the first ``n_<dataset>`` (all for 0) of
+    the seeded order (`select_items`)."""
+    from gnuq_core.qa.data import load_qa
+
+    return select_items(load_qa(dataset, data_dir=data_dir), params[SIZE_PARAMETER[dataset]] or None, params["seed"])
+
+
+def store_file(config: Any, dataset: str, root: Path | None = None) -> Path:
+    """The results-store file of ``config`` on ``dataset`` under the current code
+    (``results/qa/<key>.jsonl``; shards ``<key>.rank{r}of{N}.jsonl`` next to it)."""
+    from gnuq_core.repro.results_store import STORE, code_version, store_path
+
+    return store_path("qa", {**asdict(config), "dataset": dataset}, code_version(STORE_CODE), root or STORE)
+
+
+def fill(profile: str, dataset: str, models: Sequence[str] | None = None, *, overrides: Mapping[str, Any] | None = None,
+         device: str = "cpu", threads: int | None = None, verify: int = 0, data_dir: str | Path | None = None,
+         store_root: Path | None = None, progress: bool = True) -> dict[str, int]:
+    """Compute chapter 06's records of ``dataset`` for ``models`` (default: the chapter's) as
+    the chapter would, outside the notebook; returns the number of records per model.
+
+    Where they go is the chapter's choice (``use_results_store``: the results store, else
+    the local cache), so the next build of the chapter reads them. Under ``torchrun
+    --nproc-per-node N`` the work is sharded (`gnuq_core.repro.shards`): rank r computes
+    the questions at positions ≡ r (mod N) of the chapter's seeded order into its own shard,
+    and rank 0 merges the shards at the end. Resumable after a kill at any moment.
+    """
+    from gnuq_core.lm.models import load_model
+    from gnuq_core.repro.shards import distributed
+
+    params = chapter_parameters(profile, overrides)
+    items = chapter_items(dataset, params, data_dir)
+    done: dict[str, int] = {}
+    with distributed(device, threads or params.get("torch_threads") or None) as world:
+        dev = f"cuda:{world.local_rank}" if device == "cuda" else device
+        for model in models or params["models"]:
+            loaded = load_model(model, device=dev)
+            recs = run_dataset(loaded, items, _config(model, params), progress=progress,
+                               store=params["use_results_store"], verify=verify, store_root=store_root, world=world)
+            done[model] = len(recs)
+            del loaded
+    return done
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m gnuq_core.qa.study fill|merge|where ...`` (see `fill`)."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m gnuq_core.qa.study",
+                                     description="Fill chapter 06's QA records outside the notebook (shardable "
+                                                 "with torchrun --nproc-per-node N).")
+    sub = parser.add_subparsers(dest="command", required=True)
+    cmds = {"fill": "compute the missing records (resumable; sharded under torchrun)",
+            "merge": "merge the shards a killed sharded run left into the main file",
+            "where": "print the store file, the number of questions and how many are done"}
+    for name, text in cmds.items():
+        c = sub.add_parser(name, help=text)
+        c.add_argument("--profile", default="full", help="chapter profile (default: full)")
+        c.add_argument("--dataset", required=True, choices=list(SIZE_PARAMETER))
+        c.add_argument("--model", action="append", default=None,
+                       help="model alias or path (repeatable; default: the chapter's models)")
+        c.add_argument("--set", dest="overrides", action="append", default=[], metavar="NAME=VALUE",
+                       help="override one chapter parameter, as the chapter runner's --set")
+        c.add_argument("--data-dir", default=None, help="dataset folder (else GNUQ_DATA_DIR)")
+        c.add_argument("--store-root", type=Path, default=None, help="results store folder (default results/)")
+        if name == "fill":
+            c.add_argument("--device", default="cpu", help="cpu, or cuda (each rank uses GPU LOCAL_RANK)")
+            c.add_argument("--threads", type=int, default=None,
+                           help="torch threads per process (default 1 under torchrun with several ranks)")
+            c.add_argument("--verify", type=int, default=0, help="stored records recomputed and compared (rank 0)")
+            c.add_argument("--no-progress", action="store_true")
+    args = parser.parse_args(argv)
+    from gnuq_core.qa.data import DataNotFound
+    from gnuq_core.repro.chapters import ChapterError, parse_overrides
+    from gnuq_core.repro.records import ConfigMismatch
+
+    try:
+        overrides = parse_overrides(args.overrides)
+        if args.command == "fill":
+            done = fill(args.profile, args.dataset, args.model, overrides=overrides, device=args.device,
+                        threads=args.threads, verify=args.verify, data_dir=args.data_dir, store_root=args.store_root,
+                        progress=not args.no_progress)
+            print("; ".join(f"{m}: {n} records" for m, n in done.items()))
+            return 0
+        from gnuq_core.repro.shards import merge_shards, read_merged, shard_paths
+
+        params = chapter_parameters(args.profile, overrides)
+        if not params["use_results_store"]:
+            raise ValueError(f"profile {args.profile!r} keeps QA records in the local cache, not the results store: "
+                             "use a profile with use_results_store (full)")
+        ids = [it.id for it in chapter_items(args.dataset, params, args.data_dir)]
+        for model in args.model or params["models"]:
+            path = store_file(_config(model, params), args.dataset, args.store_root)
+            if args.command == "merge":
+                print(f"{model}: {merge_shards(path, ids)} records merged into {path}")
+            else:
+                have = {r["id"] for r in read_merged(path)[1]}
+                shards = ", ".join(p.name for p in shard_paths(path)) or "none"
+                print(f"{model}: {path} ({sum(i in have for i in ids)} of {len(ids)} questions done; "
+                      f"shards: {shards})")
+        return 0
+    except (ChapterError, ConfigMismatch, DataNotFound, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -8,6 +8,7 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import json
+import math
 from types import SimpleNamespace
 
 import pytest
@@ -62,3 +63,47 @@ def test_benchmark_is_resumable(tmp_path):
     for k, v in again.items():
         assert v == pytest.approx(r["scores"][k]), k
     assert rescore(r, clusterer=lambda answers: [0] * len(answers))["semantic_entropy"] == pytest.approx(0.0)
+
+
+def test_one_gradient_pass_gives_the_total_and_the_per_block_split():
+    from gnuq_core.lm.gradient import forward_backward
+    from gnuq_core.lm.prompts import encode_prompt, format_prompt
+
+    model, tok = tiny_llama(), byte_tokenizer()
+    rec = evaluate_question(model, tok, "Who wrote Hamlet?", CFG, style="chat", clusterer=exact_match_clusters)
+    assert list(rec["group_sq"]) == ["embeddings", "block 00", "block 01", "other"]
+    assert math.fsum(rec["group_sq"].values()) == pytest.approx(rec["grad_sq"], rel=1e-12)
+    ids = encode_prompt(tok, format_prompt(tok, "Who wrote Hamlet?", "chat"), "chat")
+    plain = forward_backward(model, ids, rec["generation"]["answer_ids"])  # every parameter, no groups
+    assert rec["grad_sq"] == pytest.approx(plain.grad_sq, rel=1e-12)
+    assert math.log10(rec["grad_sq"]) == pytest.approx(rec["scores"]["log10_grad_log_p_sq"], abs=1e-12)
+    one = evaluate_question(model, tok, "Who wrote Hamlet?", QAConfig(model="t", groups="last_block", n_samples=0,
+                            p_true=False, max_new_tokens=3), style="chat")
+    assert list(one["group_sq"]) == ["last_block"] and one["group_sq"]["last_block"] == one["grad_sq"]
+
+
+def test_samples_are_seeded_by_question_not_by_run_order_or_process(tmp_path):
+    from gnuq_core.qa.engine import question_seed
+    from gnuq_core.repro.results_store import _without
+    from gnuq_core.repro.shards import World, shard_paths
+
+    assert question_seed(0, "q1") == question_seed(0, "q1") != question_seed(0, "q2") != question_seed(1, "q1")
+    lm = SimpleNamespace(model=tiny_llama(), tokenizer=byte_tokenizer(), prompt_style="chat")
+    items = [QAItem(f"q{i}", f"Question {i}?", ("a",), ("b",), "fixture") for i in range(5)]
+    run_benchmark(lm, items, CFG, tmp_path / "one.jsonl", progress=False)
+    run_benchmark(lm, items[::-1], CFG, tmp_path / "reversed.jsonl", progress=False)
+    # two ranks, one after the other (no process group: the barriers are no-ops): rank 1 leaves
+    # its shard, rank 0 writes its own and merges both in the order of the items
+    out = tmp_path / "sharded.jsonl"
+    assert run_benchmark(lm, items, CFG, out, progress=False, world=World(1, 2)) == 2
+    assert [p.name for p in shard_paths(out)] == ["sharded.rank1of2.jsonl"] and not out.exists()
+    assert run_benchmark(lm, items, CFG, out, progress=False, world=World(0, 2)) == 3
+    assert shard_paths(out) == []
+
+    def numbers(path):  # without wall times
+        return {r["id"]: _without(r, ("timings", "seconds")) for r in read_records(path)[1]}
+
+    one = numbers(tmp_path / "one.jsonl")
+    assert list(numbers(out)) == list(one) == [it.id for it in items]
+    assert numbers(out) == one == numbers(tmp_path / "reversed.jsonl")  # same bits, whoever computed them
+    assert len({json.dumps(r["samples"]) for r in one.values()}) == 5

@@ -100,7 +100,7 @@ def test_select_items_is_fixed_and_a_prefix_of_all():
     assert sorted(every) == items and every[:10] == a and every[:37] == qa_study.select_items(items, 37, 0)
 
 
-def test_run_dataset_and_group_norms_are_cached(tmp_path, monkeypatch):
+def test_run_dataset_is_cached_and_records_carry_group_norms(tmp_path, monkeypatch):
     from gnuq_core.lm.models import LoadedModel
     from gnuq_core.qa.engine import QAConfig
 
@@ -113,10 +113,14 @@ def test_run_dataset_and_group_norms_are_cached(tmp_path, monkeypatch):
     assert [r["id"] for r in recs] == ["tqa_1", "tqa_2"]
     again = qa_study.run_dataset(lm, items, cfg, progress=False)
     assert again == recs
-    g = qa_study.run_group_norms(lm, recs, cfg, "triviaqa", progress=False)
+    g = qa_study.group_norms_of(recs)  # the records' own split: no second gradient pass
     for r in recs:
-        total = sum(g[r["id"]].values())
-        assert math.log10(total) == pytest.approx(r["scores"]["log10_grad_log_p_sq"], abs=1e-6)
+        assert list(g[r["id"]]) == ["embeddings", "block 00", "block 01", "other"]
+        total = math.fsum(g[r["id"]].values())
+        assert total == pytest.approx(r["grad_sq"], rel=1e-12)
+        assert math.log10(total) == pytest.approx(r["scores"]["log10_grad_log_p_sq"], abs=1e-9)
+    with pytest.raises(KeyError, match="tqa_1.*no per-group norms"):
+        qa_study.group_norms_of([{k: v for k, v in recs[0].items() if k != "group_sq"}])
     t = qa_study.score_table(recs, {it.id: it for it in items}, group_norms=g)
     assert t["epistemic_last_block"].notna().all()
     costs = qa_study.variant_costs(lm, recs, n=1)
@@ -151,8 +155,9 @@ def test_store_records_carry_no_texts_and_are_verified(tmp_path, monkeypatch):
     # The next build reuses the stored records after recomputing both of them identically.
     again = qa_study.run_dataset(lm, items, cfg, progress=False, store=True, store_root=store, verify=2)
     assert [r["scores"] for r in again] == [r["scores"] for r in recs]
-    g = qa_study.run_group_norms(lm, recs, cfg, "triviaqa", progress=False, store=True, store_root=store)
-    assert set(g) == {"tqa_1", "tqa_2"}
+    g = qa_study.group_norms_of(again)  # stored records keep their per-group split
+    assert set(g) == {"tqa_1", "tqa_2"} and g == qa_study.group_norms_of(recs)
+    assert not (store / "qa_groups").exists()
     t = qa_study.score_table(recs, {it.id: it for it in items}, group_norms=g)
     assert t["question"].tolist() == ["Capital of France?", "Two plus two?"]
     assert json.loads(text.splitlines()[0])["type"] == "header"
