@@ -17,6 +17,19 @@ estimate is the logit-space one times the sigmoid factor (p(1−p))². :func:`es
 returns both (keys ``<name>_f`` and ``<name>_p``), plus ``sigmoid_sq`` = (p(1−p))² alone
 and ``aleatoric`` = p(1−p), so that the share of the ranking carried by the sigmoid factor
 can be measured separately from that of ‖g_f‖².
+
+Relation to :mod:`gnuq_core.isotropy.ggn_laplace`: both are GGN-Laplace variances from
+per-input Jacobians, and both take those from the one routine
+:func:`gnuq_core.isotropy.mlp.jacobian_rows` (here on the flat-θ network of
+:mod:`gnuq_core.bayes.bnn`, the parametrisation NUTS samples, so that the MAP, the
+Laplace covariances and the MCMC reference live in the same coordinates). They differ in
+what the comparison with MCMC needs: a per-layer, non-isotropic prior (so the precision is
+``G + diag(prior precisions)``, not ``AᵀA + αI``), the *exact* Hessian and its diagonal
+beside the GGN, and regression as well as classification. The P×P precisions are
+therefore formed (P ≤ ``EXACT_HESSIAN_MAX_PARAMS``) and each ``g_fᵀ Σ g_f`` is a Cholesky
+solve with that precision; the isotropic-prior, factor-only form of ``ggn_laplace`` (which
+never forms P×P when n < P) cannot express them. The kernel (Woodbury) form of
+:func:`ntk_view` is the shared :func:`gnuq_core.isotropy.damped.kernel_residual`.
 """
 
 from __future__ import annotations
@@ -29,6 +42,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from gnuq_core.bayes.bnn import MLPConfig, forward, layer_shapes, log_likelihood, n_params, prior_std, x64
+from gnuq_core.isotropy.damped import kernel_residual
+from gnuq_core.isotropy.mlp import jacobian_rows
 
 __all__ = ["jacobian", "hessian_nll", "ggn", "estimates", "posterior_precisions", "EXACT_HESSIAN_MAX_PARAMS"]
 
@@ -36,9 +51,9 @@ EXACT_HESSIAN_MAX_PARAMS = 5000  # above this the (P, P) matrices are not formed
 
 
 @functools.lru_cache(maxsize=128)
-def _jacobian_fn(cfg: MLPConfig) -> Any:
-    """Jitted per-example gradient of f, one per model (so repeated calls do not recompile)."""
-    return jax.jit(jax.vmap(jax.grad(lambda th, x: forward(cfg, th, x[None])[0]), in_axes=(None, 0)))
+def _output_fn(cfg: MLPConfig) -> Any:
+    """f(θ, x) for one input, one function per model (so its jitted gradient is reused)."""
+    return lambda th, x: forward(cfg, th, x[None])[0]
 
 
 @functools.lru_cache(maxsize=128)
@@ -48,11 +63,9 @@ def _hessian_fn(cfg: MLPConfig) -> Any:
 
 @x64
 def jacobian(cfg: MLPConfig, theta: np.ndarray, xs: np.ndarray, batch: int = 512) -> np.ndarray:
-    """J[i] = ∇θ f(xs[i]; θ), shape ``(n, P)`` (per-example gradients by vmap of grad)."""
+    """J[i] = ∇θ f(xs[i]; θ), shape ``(n, P)``: :func:`gnuq_core.isotropy.mlp.jacobian_rows` on the flat θ."""
     t = jnp.asarray(theta, jnp.float64)
-    fn = _jacobian_fn(cfg)
-    return np.concatenate([np.asarray(fn(t, jnp.asarray(xs[i:i + batch], jnp.float64)))
-                           for i in range(0, len(xs), batch)])
+    return np.asarray(jacobian_rows(_output_fn(cfg), t, jnp.asarray(xs, jnp.float64), chunk=batch))
 
 
 @x64
@@ -177,9 +190,7 @@ def ntk_view(cfg: MLPConfig, theta: np.ndarray, x_train: np.ndarray, xs: np.ndar
         lam_inv = 1.0 / np.maximum(p * (1 - p), 1e-300)
     else:
         lam_inv = np.full(len(x_train), cfg.noise_sigma**2)
-    K = (Jx * s0) @ Jx.T + np.diag(lam_inv)
-    cross = (Jq * s0) @ Jx.T
-    ggn_f = (Jq**2) @ s0 - np.einsum("ij,ji->i", cross, np.linalg.solve(K, cross.T))
+    ggn_f = kernel_residual((Jq**2) @ s0, (Jq * s0) @ Jx.T, (Jx * s0) @ Jx.T, lam_inv)
     _, sv, Vt = np.linalg.svd(Jx, full_matrices=False)
     V = Vt[sv > rel_tol * sv.max()]
     iso = np.sum(Jq**2, axis=1)

@@ -1,42 +1,43 @@
-"""Small JAX MLP binary classifiers: initialise, train to θ*, and per-input gradients.
+"""Small JAX MLP binary classifiers: train to θ*, predict, and per-input gradients.
 
 Used by the "why isotropy" chapters (proxy bias, Hessian spectra) wherever a network
-whose curvature can be computed exactly is needed. Parameters are a list of
-``(W, b)`` pairs; the model returns one logit per input, ``p(y=1|x) = σ(logit)``.
+whose curvature can be computed exactly is needed. The network is the one MLP of
+:mod:`gnuq_core.isotropy.mlp` (tanh hidden layers, Glorot-normal initialisation) whose
+output is a logit, ``p(y=1|x) = σ(logit)``; it is trained by the one Adam,
+:func:`gnuq_core.isotropy.train.fit_adam`, and differentiated per input by
+:func:`gnuq_core.isotropy.mlp.jacobian_rows`.
+
+Prior and damping: the weight decay of :func:`train` penalises the weights W only (biases
+are free), while every Laplace covariance built on θ* (``(G + αI)⁻¹``,
+:mod:`gnuq_core.isotropy.ggn_laplace`, :mod:`gnuq_core.isotropy.damping`) damps all
+parameters, biases included. θ* is therefore the MAP of a prior without bias terms and
+the Laplace covariance that of a prior with them; the two differ only in the bias
+directions (one per hidden unit plus the output bias). Kept as is so that the
+chapters' numbers stay comparable; state it wherever a prior is quoted.
 """
 
 from __future__ import annotations
 
-from functools import partial
-
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.flatten_util import ravel_pytree
 
-Params = list[tuple[jax.Array, jax.Array]]
+from gnuq_core.isotropy.mlp import Params, init_mlp, jacobian_rows as _jacobian_rows, mlp_apply, num_params
+from gnuq_core.isotropy.train import fit_adam
 
 __all__ = ["init_mlp", "logit", "nll", "train", "n_params", "flat_grads", "jacobian_rows",
            "predict_proba", "logits_of"]
 
-
-def init_mlp(key: jax.Array, sizes: list[int]) -> Params:
-    """Glorot-normal weights, zero biases, for layer ``sizes`` ending in 1 (the logit)."""
-    params = []
-    for din, dout in zip(sizes[:-1], sizes[1:]):
-        key, sub = jax.random.split(key)
-        params.append((jax.random.normal(sub, (din, dout)) * jnp.sqrt(2.0 / (din + dout)),
-                       jnp.zeros(dout)))
-    return params
+JACOBIAN_CHUNK = 512  # inputs per Jacobian call (memory: chunk × #params floats)
 
 
 def logit(params: Params, x: jax.Array) -> jax.Array:
-    """Scalar logit of one input ``x`` (tanh hidden layers)."""
-    h = x
-    for w, b in params[:-1]:
-        h = jnp.tanh(h @ w + b)
-    w, b = params[-1]
-    return (h @ w + b)[0]
+    """Scalar logit of one input ``x`` (tanh hidden layers): :func:`~gnuq_core.isotropy.mlp.mlp_apply`."""
+    return mlp_apply(params, x)
+
+
+def _prob(params: Params, x: jax.Array) -> jax.Array:
+    return jax.nn.sigmoid(logit(params, x))
 
 
 @jax.jit
@@ -58,29 +59,7 @@ def nll(params: Params, xs: jax.Array, ys: jax.Array) -> jax.Array:
 
 def n_params(params: Params) -> int:
     """Number of scalar parameters."""
-    return int(ravel_pytree(params)[0].size)
-
-
-@partial(jax.jit, static_argnums=(3,))
-def _fit(params: Params, xs: jax.Array, ys: jax.Array, steps: int, lr: float, weight_decay: float) -> Params:
-    def objective(p):
-        l2 = sum(jnp.sum(w ** 2) for w, _ in p)
-        return nll(p, xs, ys) + 0.5 * weight_decay * l2
-
-    g_fn = jax.grad(objective)
-    zeros = jax.tree_util.tree_map(jnp.zeros_like, params)
-
-    def step(carry, t):
-        p, m, v = carry
-        g = g_fn(p)
-        m = jax.tree_util.tree_map(lambda a, b: 0.9 * a + 0.1 * b, m, g)
-        v = jax.tree_util.tree_map(lambda a, b: 0.999 * a + 0.001 * b * b, v, g)
-        c1, c2 = 1 - 0.9 ** (t + 1), 1 - 0.999 ** (t + 1)
-        p = jax.tree_util.tree_map(lambda a, mm, vv: a - lr * (mm / c1) / (jnp.sqrt(vv / c2) + 1e-8), p, m, v)
-        return (p, m, v), None
-
-    (params, _, _), _ = jax.lax.scan(step, (params, zeros, zeros), jnp.arange(steps, dtype=jnp.float32))
-    return params
+    return num_params(params)
 
 
 def train(xs: np.ndarray, ys: np.ndarray, hidden: list[int], seed: int = 0, steps: int = 2000,
@@ -94,37 +73,32 @@ def train(xs: np.ndarray, ys: np.ndarray, hidden: list[int], seed: int = 0, step
     hidden : list of int
         Hidden layer widths.
     seed : int
-        Initialisation seed.
+        Initialisation seed (Glorot-normal weights, zero biases).
     steps, lr, weight_decay : int, float, float
-        Optimiser settings; the weight decay is the Gaussian prior of the Laplace model.
+        Optimiser settings; the weight decay is the Gaussian prior of the Laplace model, on
+        the weights only (see the module docstring for the biases).
     """
     xs = jnp.asarray(xs, jnp.float32)
     ys = jnp.asarray(ys, jnp.float32)
-    params = init_mlp(jax.random.PRNGKey(seed), [xs.shape[1], *hidden, 1])
-    return _fit(params, xs, ys, steps, lr, weight_decay)
+    params = init_mlp(jax.random.PRNGKey(seed), [xs.shape[1], *hidden, 1], scale="glorot")
+
+    def objective(p: Params) -> jax.Array:
+        l2 = sum(jnp.sum(w ** 2) for w, _ in p)
+        return nll(p, xs, ys) + 0.5 * weight_decay * l2
+
+    return fit_adam(objective, params, steps=steps, lr=lr).params
 
 
-def _out(params: Params, x: jax.Array, fn: str) -> jax.Array:
-    z = logit(params, x)
-    return jax.nn.sigmoid(z) if fn == "prob" else z
-
-
-@partial(jax.jit, static_argnums=(2,))
-def _jac(params: Params, xs: jax.Array, fn: str) -> jax.Array:
-    return jax.vmap(lambda x: ravel_pytree(jax.grad(_out)(params, x, fn))[0])(xs)
-
-
-def jacobian_rows(params: Params, xs: np.ndarray, fn: str = "logit", chunk: int = 512) -> np.ndarray:
+def jacobian_rows(params: Params, xs: np.ndarray, fn: str = "logit", chunk: int = JACOBIAN_CHUNK) -> np.ndarray:
     """One flat gradient per input: ``∇θ logit(x)`` (``fn="logit"``) or ``∇θ p(x)`` (``"prob"``).
 
     Returns a float64 array of shape ``(n_inputs, n_params)``, ordered as
-    ``jax.flatten_util.ravel_pytree(params)``.
+    ``jax.flatten_util.ravel_pytree(params)`` (computed in float32).
     """
     if fn not in ("logit", "prob"):
         raise ValueError(f"fn must be 'logit' or 'prob', not {fn!r}")
-    xs = jnp.asarray(xs, jnp.float32)
-    out = [np.asarray(_jac(params, xs[i:i + chunk], fn), dtype=np.float64) for i in range(0, xs.shape[0], chunk)]
-    return np.concatenate(out, axis=0)
+    f = logit if fn == "logit" else _prob
+    return np.asarray(_jacobian_rows(f, params, jnp.asarray(xs, jnp.float32), chunk=chunk), dtype=np.float64)
 
 
 def flat_grads(params: Params, xs: np.ndarray) -> np.ndarray:
@@ -135,4 +109,3 @@ def flat_grads(params: Params, xs: np.ndarray) -> np.ndarray:
 def logits_of(params: Params, xs: np.ndarray) -> np.ndarray:
     """Logits for each row of ``xs`` (float64)."""
     return np.asarray(_logits(params, jnp.asarray(xs, jnp.float32)), dtype=np.float64)
-

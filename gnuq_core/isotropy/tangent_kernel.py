@@ -14,22 +14,19 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
-
-def jacobian_rows(f: Callable[[Any, jax.Array], jax.Array], params: Any, xs: jax.Array) -> jax.Array:
-    """∇θ f(params, x) for every row x of ``xs``, flattened: shape (n, #params)."""
-    def flat_grad(x: jax.Array) -> jax.Array:
-        g = jax.grad(f)(params, x)
-        return jnp.concatenate([leaf.ravel() for leaf in jax.tree_util.tree_leaves(g)])
-
-    return jax.vmap(flat_grad)(xs)
+from gnuq_core.isotropy.damped import kernel_residual
+from gnuq_core.isotropy.mlp import jacobian_rows
 
 
 def tangent_kernel(f: Callable[[Any, jax.Array], jax.Array], params: Any, xs: jax.Array,
                    ys: jax.Array | None = None) -> np.ndarray:
-    """Θ(xs, ys) as an (n, m) array (``ys`` defaults to ``xs``)."""
+    """Θ(xs, ys) as an (n, m) array (``ys`` defaults to ``xs``).
+
+    The gradients are :func:`gnuq_core.isotropy.mlp.jacobian_rows` (the one per-input
+    gradient routine); the product is taken in their dtype.
+    """
     jx = jacobian_rows(f, params, xs)
     jy = jx if ys is None else jacobian_rows(f, params, ys)
     return np.asarray(jx @ jy.T)
@@ -37,6 +34,9 @@ def tangent_kernel(f: Callable[[Any, jax.Array], jax.Array], params: Any, xs: ja
 
 def linearised_posterior_variance(theta_qq: np.ndarray, theta_qx: np.ndarray, theta_xx: np.ndarray,
                                   noise_ratio: float) -> np.ndarray:
-    """Diagonal of Θ_qq − Θ_qx (Θ_xx + noise_ratio·I)⁻¹ Θ_xq (``theta_qq`` is the diagonal)."""
-    solve = np.linalg.solve(theta_xx + noise_ratio * np.eye(len(theta_xx)), theta_qx.T)
-    return theta_qq - np.sum(theta_qx * solve.T, axis=1)
+    """Diagonal of Θ_qq − Θ_qx (Θ_xx + noise_ratio·I)⁻¹ Θ_xq (``theta_qq`` is the diagonal).
+
+    The Woodbury form of the damped quadratic form, on kernel matrices:
+    :func:`gnuq_core.isotropy.damped.kernel_residual`.
+    """
+    return kernel_residual(theta_qq, theta_qx, theta_xx, noise_ratio)

@@ -31,6 +31,10 @@ def fit_adam(loss: Callable[[Any], jax.Array], params: Any, steps: int = 2000, l
     """Minimise ``loss(params)`` with Adam (Kingma & Ba, 2015), written out.
 
         m ← b1 m + (1−b1) g,  v ← b2 v + (1−b2) g²,  θ ← θ − lr · m̂ / (√v̂ + eps)
+
+    The one optimiser of the small models (chapter 01's MLPs and every
+    :func:`gnuq_core.isotropy.classifier.train`). ``(1−b2) g²`` is evaluated as
+    ``((1−b2)·g)·g``, in this order, so that float32 runs are reproducible bit for bit.
     """
     value_and_grad = jax.value_and_grad(loss)
     zeros = jax.tree_util.tree_map(jnp.zeros_like, params)
@@ -39,7 +43,7 @@ def fit_adam(loss: Callable[[Any], jax.Array], params: Any, steps: int = 2000, l
         theta, m, v = carry
         value, g = value_and_grad(theta)
         m = jax.tree_util.tree_map(lambda m_, g_: b1 * m_ + (1 - b1) * g_, m, g)
-        v = jax.tree_util.tree_map(lambda v_, g_: b2 * v_ + (1 - b2) * g_**2, v, g)
+        v = jax.tree_util.tree_map(lambda v_, g_: b2 * v_ + (1 - b2) * g_ * g_, v, g)
         c1, c2 = 1 - b1 ** (t + 1), 1 - b2 ** (t + 1)
         theta = jax.tree_util.tree_map(lambda p, m_, v_: p - lr * (m_ / c1) / (jnp.sqrt(v_ / c2) + eps), theta, m, v)
         return (theta, m, v), value

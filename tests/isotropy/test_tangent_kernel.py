@@ -8,7 +8,7 @@ import numpy as np
 
 from gnuq_core.isotropy import tangent_kernel
 from gnuq_core.estimators import jax_grad_sq_norm
-from gnuq_core.isotropy.mlp import init_mlp, mlp_apply, num_params
+from gnuq_core.isotropy.mlp import init_mlp, jacobian_rows, mlp_apply, num_params
 
 
 def test_diagonal_is_the_squared_gradient_norm() -> None:
@@ -17,7 +17,7 @@ def test_diagonal_is_the_squared_gradient_norm() -> None:
     theta = tangent_kernel.tangent_kernel(mlp_apply, params, xs)
     assert theta.shape == (5, 5) and np.allclose(theta, theta.T)
     np.testing.assert_allclose(np.diag(theta), np.asarray(jax_grad_sq_norm(mlp_apply, params, xs)), rtol=1e-5)
-    assert tangent_kernel.jacobian_rows(mlp_apply, params, xs).shape == (5, num_params(params))
+    assert jacobian_rows(mlp_apply, params, xs).shape == (5, num_params(params))
 
 
 def test_conditioning_on_the_query_itself_removes_its_variance() -> None:
