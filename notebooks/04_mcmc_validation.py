@@ -92,7 +92,8 @@ from myst_nb import glue
 from tqdm.auto import tqdm
 
 from gnuq_core import stats as metrics
-from gnuq_core.repro.claims import Measurement, judge, record
+from gnuq_core.repro.claims import (C1_MIN_RHO, C3_MIN_DIFFERENCE, SETTING_FAILS_BEYOND, SETTING_WORKS_WITHIN,
+                                    Measurement, judge, record)
 from gnuq_core.bayes.mcmc import NutsSettings
 from gnuq_core.bayes.validation import PAPER_ESTIMATE, Setting, evaluate, setting_id, stored_references
 
@@ -515,13 +516,15 @@ for k, v in dict(c1=c1, c1_lo=c1_ci[0], c1_hi=c1_ci[1], c1_logit=c1_logit, c1_lo
     glue(k, float(v), display=False)
 glue("c1_verdict", e1["verdict"], display=False)
 glue("c3_verdict", e3["verdict"], display=False)
+glue("c1_min_rho", C1_MIN_RHO, display=False)
+glue("c3_min_difference", C3_MIN_DIFFERENCE, display=False)
 
 # %% [markdown]
 # - **C1**: median ρ = {glue:text}`c1:.3f` (95% CI {glue:text}`c1_lo:.3f`–{glue:text}`c1_hi:.3f`):
-#   **{glue:text}`c1_verdict`** by the ledger's rule (CI's lower end ≥ 0.44). In logit space the
+#   **{glue:text}`c1_verdict`** by the ledger's rule (CI's lower end ≥ {glue:text}`c1_min_rho`). In logit space the
 #   same median is {glue:text}`c1_logit:.3f` ({glue:text}`c1_logit_lo:.3f`–{glue:text}`c1_logit_hi:.3f`).
 # - **C3**: ρ(‖∇p‖²) − ρ(Laplace) = {glue:text}`c3:.3f` (95% CI {glue:text}`c3_lo:.3f` to
-#   {glue:text}`c3_hi:.3f`): **{glue:text}`c3_verdict`** (rule: CI above −0.1). In logit space the
+#   {glue:text}`c3_hi:.3f`): **{glue:text}`c3_verdict`** (rule: CI above {glue:text}`c3_min_difference`). In logit space the
 #   difference is {glue:text}`c3_logit:.3f` ({glue:text}`c3_logit_lo:.3f` to
 #   {glue:text}`c3_logit_hi:.3f`).
 #
@@ -542,9 +545,10 @@ def _verdict_text():
             ceiling = float(long.query("problem == @task and space == @space and queries == @qname")["ceiling"].mean())
             best = max((k for k in m if k != iso), key=m.get)
             gap = m[iso] - m[best]
-            verdict = ("works: as good as the best alternative" if gap > -0.05 else
-                       "works less well than the best alternative" if gap > -0.15 else "fails against the alternatives")
-            if m[iso] < 0.44:
+            verdict = ("works: as good as the best alternative" if gap > -SETTING_WORKS_WITHIN else
+                       "works less well than the best alternative" if gap > -SETTING_FAILS_BEYOND
+                       else "fails against the alternatives")
+            if m[iso] < C1_MIN_RHO:
                 verdict = "fails: weak rank agreement"
             lines.append(f"- {task}, {space} space, `{qname}` queries: {names[iso]} ρ = {m[iso]:.3f} "
                          f"(best other: {names[best]} {m[best]:.3f}; split agreement of the reference {ceiling:.3f}) "
@@ -555,8 +559,9 @@ def _verdict_text():
 
 
 display(Markdown("**Where the isotropic estimate works and where it fails (computed from this run; "
-                 "thresholds: within 0.05 of the best alternative = works, more than 0.15 below = fails, "
-                 "ρ < 0.44 = fails):**\n\n" + _verdict_text()))
+                 f"thresholds: within {SETTING_WORKS_WITHIN} of the best alternative = works, more than "
+                 f"{SETTING_FAILS_BEYOND} below = fails, ρ < {C1_MIN_RHO} (C1's rule) = fails):**\n\n"
+                 + _verdict_text()))
 
 # %% [markdown]
 # ## What to take away
