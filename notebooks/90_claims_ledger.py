@@ -45,7 +45,7 @@ glue("build_commit", state["commit"][:12], display=False)
 glue("build_dirty", " (with uncommitted changes)" if state["dirty"] else "", display=False)
 glue("build_profile", profile, display=False)
 glue("build_edition", "the paper edition" if is_paper_edition(profile)
-     else f"a preview (the paper edition is profile {PAPER_PROFILE})", display=False)
+     else f"a preview; the paper edition is profile {PAPER_PROFILE}", display=False)
 glue("build_time", prov.record()["built_at"], display=False)
 # The method on one page, drawn fresh in every build; the introduction shows it (inline SVG:
 # a PNG glued across pages would not be copied into the build).
@@ -57,7 +57,7 @@ glue("method_diagram", HTML(method_diagram_svg()), display=False)
 # reproduced, {glue:text}`n_inconclusive` inconclusive (measured, but the data cannot
 # decide, e.g. no correct answers to rank) and {glue:text}`n_not_yet_measured` not yet
 # measured in this build. This build (profile {glue:text}`build_profile`) is
-# {glue:text}`build_edition`: outside the paper edition every verdict is labelled
+# {glue:text}`build_edition`. Outside the paper edition every verdict is labelled
 # *preview*, because smaller runs can reach a different verdict; the chapters say how
 # the verdicts depend on the settings.
 

@@ -42,3 +42,20 @@ def test_intro_shows_build_commit_and_claim_counts(smoke_book: Path) -> None:
     html = (smoke_book / "book/intro.html").read_text()
     assert re.search(r'pasted-text">[0-9a-f]{12}<', html), "the intro does not show the build commit"
     assert html.count('class="pasted-text"') >= 7
+
+
+def test_chapters_read_narrative_first(smoke_book: Path) -> None:
+    """Every chapter has one profile banner, no parameter cell and no Markdown table left as text."""
+    for page in toc_files():
+        if "_generated/" not in page:
+            continue
+        html = (smoke_book / f"{page}.html").read_text()
+        assert html.count("gnuq-banner") == 1, f"{page}: the profile banner is missing or repeated"
+        assert not re.search(r'class="cell[^"]*tag_(injected-)?parameters', html), f"{page}: a parameter cell is shown"
+        prose = re.sub(r"<pre.*?</pre>", "", html, flags=re.S)  # code (folded or not) may build tables
+        assert not re.search(r"\|\s*:?-{3,}:?\s*\|", prose), f"{page}: a Markdown table is left as text"
+
+
+def test_intro_shows_the_method_diagram(smoke_book: Path) -> None:
+    html = (smoke_book / "book/intro.html").read_text()
+    assert 'class="gnuq-diagram"' in html and "<svg" in html, "the method diagram is not in the introduction"
