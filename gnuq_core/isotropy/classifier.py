@@ -22,10 +22,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gnuq_core.isotropy.mlp import Params, init_mlp, jacobian_rows as _jacobian_rows, mlp_apply, num_params
+from gnuq_core.isotropy import mlp
+from gnuq_core.isotropy.mlp import Params
 from gnuq_core.isotropy.train import fit_adam
 
-__all__ = ["init_mlp", "logit", "nll", "train", "n_params", "flat_grads", "jacobian_rows",
+__all__ = ["logit", "nll", "train", "n_params", "flat_grads", "jacobian_rows",
            "predict_proba", "logits_of"]
 
 JACOBIAN_CHUNK = 512  # inputs per Jacobian call (memory: chunk × #params floats)
@@ -33,7 +34,7 @@ JACOBIAN_CHUNK = 512  # inputs per Jacobian call (memory: chunk × #params float
 
 def logit(params: Params, x: jax.Array) -> jax.Array:
     """Scalar logit of one input ``x`` (tanh hidden layers): :func:`~gnuq_core.isotropy.mlp.mlp_apply`."""
-    return mlp_apply(params, x)
+    return mlp.mlp_apply(params, x)
 
 
 def _prob(params: Params, x: jax.Array) -> jax.Array:
@@ -59,7 +60,7 @@ def nll(params: Params, xs: jax.Array, ys: jax.Array) -> jax.Array:
 
 def n_params(params: Params) -> int:
     """Number of scalar parameters."""
-    return num_params(params)
+    return mlp.num_params(params)
 
 
 def train(xs: np.ndarray, ys: np.ndarray, hidden: list[int], seed: int = 0, steps: int = 2000,
@@ -80,7 +81,7 @@ def train(xs: np.ndarray, ys: np.ndarray, hidden: list[int], seed: int = 0, step
     """
     xs = jnp.asarray(xs, jnp.float32)
     ys = jnp.asarray(ys, jnp.float32)
-    params = init_mlp(jax.random.PRNGKey(seed), [xs.shape[1], *hidden, 1], scale="glorot")
+    params = mlp.init_mlp(jax.random.PRNGKey(seed), [xs.shape[1], *hidden, 1], scale="glorot")
 
     def objective(p: Params) -> jax.Array:
         l2 = sum(jnp.sum(w ** 2) for w, _ in p)
@@ -98,7 +99,7 @@ def jacobian_rows(params: Params, xs: np.ndarray, fn: str = "logit", chunk: int 
     if fn not in ("logit", "prob"):
         raise ValueError(f"fn must be 'logit' or 'prob', not {fn!r}")
     f = logit if fn == "logit" else _prob
-    return np.asarray(_jacobian_rows(f, params, jnp.asarray(xs, jnp.float32), chunk=chunk), dtype=np.float64)
+    return np.asarray(mlp.jacobian_rows(f, params, jnp.asarray(xs, jnp.float32), chunk=chunk), dtype=np.float64)
 
 
 def flat_grads(params: Params, xs: np.ndarray) -> np.ndarray:

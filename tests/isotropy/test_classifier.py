@@ -8,13 +8,14 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from gnuq_core.isotropy import classifier
+from gnuq_core.isotropy.mlp import init_mlp
 
 
 def test_train_and_jacobians():
     rng = np.random.default_rng(0)
     x = rng.standard_normal((64, 2))
     y = (x[:, 0] > 0).astype(float)
-    p0 = classifier.init_mlp(jax.random.PRNGKey(0), [2, 8, 1])
+    p0 = init_mlp(jax.random.PRNGKey(0), [2, 8, 1], scale="glorot")
     xs, ys = jnp.asarray(x, jnp.float32), jnp.asarray(y, jnp.float32)
     params = classifier.train(x, y, [8], seed=0, steps=300)
     assert float(classifier.nll(params, xs, ys)) < float(classifier.nll(p0, xs, ys))
@@ -29,7 +30,6 @@ def test_train_and_jacobians():
 
 def test_train_is_the_shared_mlp_and_adam():
     # one MLP, one Adam: train() is init_mlp(glorot) + fit_adam on NLL + wd/2·Σ‖W‖² (weights only)
-    from gnuq_core.isotropy.mlp import init_mlp
     from gnuq_core.isotropy.train import fit_adam
 
     rng = np.random.default_rng(1)
