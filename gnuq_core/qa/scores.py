@@ -139,10 +139,8 @@ def _norm_p(r: Record) -> float:
 
 
 def _sample_log_probs(r: Record) -> list[float]:
-    """log p of each sampled answer: its tokens plus its stop token's ``stop_log_prob`` when
-    stored (as `gnuq_core.lm.decoding.Sample.log_prob`; an empty sample has log p = log p(stop))."""
-    return [math.fsum([*s["token_log_probs"], *([s["stop_log_prob"]] if s.get("stop_log_prob") is not None else [])])
-            for s in r["samples"]]
+    """log p of each sampled answer (the sum over its tokens, as `gnuq_core.lm.decoding.Sample`)."""
+    return [math.fsum(s["token_log_probs"]) for s in r["samples"]]
 
 
 def _sample_lengths(r: Record) -> list[int]:
