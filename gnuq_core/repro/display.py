@@ -208,7 +208,8 @@ def table(df: Any, columns: Mapping[str, Column | tuple[str, Formatter] | str], 
         f'<th scope="col" class="{"num" if numeric[k] else "text"}">{html.escape(c.name)}</th>' for k, c in specs.items()]
     head_cells = "".join(head)
     cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
-    html_text = (f'<div class="gnuq-table"><table class="table gnuq">{cap}<thead><tr>{head_cells}</tr></thead>'
+    thead = f"<thead><tr>{head_cells}</tr></thead>" if any(c.name for c in specs.values()) else ""  # no empty header row
+    html_text = (f'<div class="gnuq-table"><table class="table gnuq">{cap}{thead}'
                  f'<tbody>{"".join(body)}</tbody></table></div>')
     widths = [max(len(r[i]) for r in plain_rows) for i in range(len(specs))]
     plain = "\n".join("  ".join(t.ljust(w) for t, w in zip(r, widths)).rstrip() for r in plain_rows)

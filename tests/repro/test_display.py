@@ -71,3 +71,8 @@ def test_parameters_table_lists_each_parameter() -> None:
     html = display.parameters_table({"seed": 0, "widths": [4, 8]}).html
     assert "<caption>This build&#x27;s parameters</caption>" in html
     assert '<td class="text">widths</td><td class="text">4, 8</td>' in html
+
+
+def test_key_value_table_without_headers_has_no_empty_header_row() -> None:
+    html = display.key_value_table([("git commit", "abc"), ("wall time", "3.0 s")]).html
+    assert "<thead>" not in html and '<td class="text">git commit</td><td class="text">abc</td>' in html
