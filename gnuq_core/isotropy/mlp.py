@@ -59,7 +59,7 @@ def num_params(params: Params) -> int:
     return int(sum(w.size + b.size for w, b in params))
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=256)  # one entry per model: chapter 05 sweeps many BNN settings
 def _jacobian_fn(f: Callable[[Any, jax.Array], jax.Array]) -> Callable[[Any, jax.Array], jax.Array]:
     """Jitted per-input flat gradient of ``f``, one per function (repeated calls do not recompile)."""
     return jax.jit(jax.vmap(lambda params, x: ravel_pytree(jax.grad(f)(params, x))[0], in_axes=(None, 0)))
