@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import json
 import os
 import re
 import warnings
@@ -260,6 +261,24 @@ def merge_shards(path: str | Path, order: Sequence[str] | None = None) -> int:
     return len(ids)
 
 
+def _same_run(path: Path, config: dict[str, Any]) -> None:
+    """Raise `ConfigMismatch` if the main file ``path`` exists and belongs to another run."""
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    with path.open(encoding="utf-8") as f:
+        first = f.readline()
+    try:
+        header = json.loads(first)
+    except json.JSONDecodeError:
+        header = {}
+    if not isinstance(header, dict) or header.get("type") != "header":
+        raise ConfigMismatch(f"{path} exists but has no gnuq header line: it is not a gnuq result file; choose "
+                             "another --out path")
+    if header.get("config") != json.loads(json.dumps(config, sort_keys=True, default=str)):
+        raise ConfigMismatch(f"{path} belongs to a run with a different configuration: use a different --out "
+                             "file, or delete this one to start over")
+
+
 def _close(rf: RecordFile) -> None:
     """Release ``rf``'s file lock where RecordFile has one (it is also released when ``rf`` is freed)."""
     close = getattr(rf, "close", None)
@@ -292,6 +311,7 @@ def writer(path: str | Path, config: dict[str, Any], world: World, order: Sequen
         finally:
             _close(out)
         return
+    _same_run(path, config)  # a foreign main file fails now, not at the merge after all the work
     shard = shard_path(path, world.rank, world.size)
     with locked(shard):
         out = RecordFile(shard, config)

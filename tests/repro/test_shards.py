@@ -84,3 +84,21 @@ def test_merge_writes_the_run_order_and_removes_the_shards(tmp_path):
     assert merge_shards(main, order=["4", "5", "6", "7"]) == 3
     assert [r["id"] for r in read_records(main)[1]] == ["0", "1", "2", "3", "4", "5", "6", "7"]
     assert json.loads(main.read_text().splitlines()[0])["config"] == {"run": 1}
+
+
+def test_a_sharded_writer_refuses_a_foreign_main_file_before_any_work(tmp_path):
+    from gnuq_core.repro.shards import writer
+
+    main = tmp_path / "k.jsonl"
+    _fill(main, ["0"], config={"run": 2})
+    with pytest.raises(ConfigMismatch, match="different configuration"):
+        with writer(main, {"run": 1}, World(0, 2), ["0", "1"]):
+            pass
+    assert shard_paths(main) == []
+    main.write_text("not a result file\n")
+    with pytest.raises(ConfigMismatch, match="no gnuq header"):
+        with writer(main, {"run": 1}, World(1, 2), ["0", "1"]):
+            pass
+    with writer(tmp_path / "new.jsonl", {"run": 1}, World(1, 2), ["0", "1"]) as rf:
+        rf.append("1", {"v": 1})
+    assert [r["id"] for r in read_merged(tmp_path / "new.jsonl")[1]] == ["1"]
