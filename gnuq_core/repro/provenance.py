@@ -210,7 +210,8 @@ def _plain(value: Any) -> str:
 
 
 def banner_markdown(record: dict[str, Any] | None, *, source_link: str | None = None) -> str:
-    """The profile banner at the top of a chapter page (MyST Markdown).
+    """The profile banner at the top of a chapter page (MyST Markdown; its ``{term}`` links
+    need the book's glossary, ``book/glossary.md``).
 
     Parameters
     ----------
@@ -230,12 +231,12 @@ def banner_markdown(record: dict[str, Any] | None, *, source_link: str | None = 
     run = duration_text(record.get("wall_time_s")) + (f" on {cores} cores" if cores else "")
     if is_paper_edition(profile):
         title, cls = f"Paper edition (profile `{profile}`)", "note"
-        lead = "The numbers and verdicts on this page come from the paper-grade settings."
+        lead = "The numbers and verdicts on this page come from the paper-grade settings ({term}`paper edition`)."
     else:
         title, cls = f"Preview (profile `{profile}`): the verdicts on this page are a preview", "warning"
-        lead = (f"This page was computed with the `{profile}` profile, with smaller samples than the "
-                f"paper edition (profile `{PAPER_PROFILE}`). Its numbers and verdicts are a preview, "
-                "not the reproduction's findings.")
+        lead = (f"This page was computed with the `{profile}` {{term}}`profile`, with smaller samples than the "
+                f"{{term}}`paper edition` (profile `{PAPER_PROFILE}`). Its numbers and verdicts are a "
+                "{term}`preview`, not the reproduction's findings.")
     facts = [f"**Seeds:** {_inline(seeds)}"] if seeds else []
     facts += [f"**Sample sizes:** {_inline(sizes)}"] if sizes else []
     facts.append(f"**Run time:** {run} · **commit** `{commit}`{' (uncommitted changes)' if record.get('dirty') else ''}"
