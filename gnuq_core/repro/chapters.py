@@ -8,6 +8,9 @@ parameters it should run with::
 
 Every parameter in a profile must be declared, with a value of the same type, in the
 chapter's ``parameters`` cell: papermill only warns about unknown ones, we refuse them.
+Values must also lie in their range (`PARAMETER_RULES`: counts ≥ 1, choices, …), checked
+before the notebook runs, so ``--set n_mc=-5`` is one line, not a traceback from deep
+inside a chapter. Nothing in the output folder changes before the checks pass.
 
 Command line::
 
@@ -21,8 +24,11 @@ import argparse
 import ast
 import json
 import os
+import shutil
 import sys
+import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -112,8 +118,98 @@ def _same_type(default: Any, value: Any) -> bool:
     return isinstance(value, type(default))
 
 
+@dataclass(frozen=True)
+class Rule:
+    """The values a chapter parameter accepts, beyond its default's type.
+
+    A list parameter is checked element by element (and ``nonempty`` refuses ``[]``).
+    ``minimum``/``maximum`` are inclusive bounds, ``above``/``below`` exclusive ones.
+    """
+
+    minimum: float | None = None
+    maximum: float | None = None
+    above: float | None = None
+    below: float | None = None
+    choices: tuple[Any, ...] = ()
+    nonempty: bool = False
+
+    def problem(self, value: Any) -> str | None:
+        """Why ``value`` is refused (None if it is accepted)."""
+        if isinstance(value, (list, tuple)):
+            if self.nonempty and not value:
+                return "must not be empty"
+            for v in value:
+                why = self.problem(v)
+                if why is not None:
+                    return f"element {v!r} {why}"
+            return None
+        if self.choices and value not in self.choices:
+            return f"must be one of {', '.join(map(repr, self.choices))}"
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if self.minimum is not None and value < self.minimum:
+                return f"must be ≥ {self.minimum:g}"
+            if self.maximum is not None and value > self.maximum:
+                return f"must be ≤ {self.maximum:g}"
+            if self.above is not None and value <= self.above:
+                return f"must be > {self.above:g}"
+            if self.below is not None and value >= self.below:
+                return f"must be < {self.below:g}"
+        return None
+
+
+_COUNT, _NONNEG, _POSITIVE = Rule(minimum=1), Rule(minimum=0), Rule(above=0)
+_SIZES = Rule(minimum=1, nonempty=True)
+_BNN = {"n_seeds": _COUNT, "activation": Rule(choices=("tanh", "relu", "gelu", "erf")), "alpha": _POSITIVE,
+        "n_train_cls": Rule(minimum=2), "noise_cls": _NONNEG, "n_train_reg": Rule(minimum=2), "noise_reg": _POSITIVE,
+        "grid_size_cls": Rule(minimum=2), "grid_size_reg": Rule(minimum=2), "n_query_in": _COUNT,
+        "num_warmup": _COUNT, "num_samples": _COUNT, "num_chains": _COUNT, "n_restarts": _COUNT,
+        "store_verify": _NONNEG}  # shared by the NUTS chapters 04 and 05
+_VALIDATION = {"width": _COUNT, "depth": _COUNT, "prior": Rule(choices=("plain", "fan_in")),
+               "target_accept_cls": Rule(above=0, below=1), "target_accept_reg": Rule(above=0, below=1)}
+_SCALING = {"problems": Rule(choices=("two_moons", "gap_regression"), nonempty=True), "widths": _SIZES,
+            "depths": _SIZES, "deep_widths": Rule(minimum=1), "priors": Rule(choices=("plain", "fan_in"), nonempty=True)}
+
+# Accepted values per parameter: "*" for every chapter, then per chapter (which wins).
+# A parameter without a rule is only type-checked.
+PARAMETER_RULES: dict[str, dict[str, Rule]] = {
+    "*": {"seed": _NONNEG, "n_boot": _COUNT, "n_seeds": _COUNT, "n_train": Rule(minimum=2), "train_steps": _COUNT,
+          "weight_decay": _NONNEG, "n_grid": Rule(minimum=2), "widths": _SIZES, "max_new_tokens": _COUNT,
+          "n_samples": _COUNT, "models": Rule(nonempty=True)},
+    "01_derivation": {"n_mc": _COUNT, "n_sigmas": _COUNT, "width": _COUNT},
+    "02_proxy_bias": {"deltas": Rule(nonempty=True), "hidden_width": _COUNT, "k_top": _COUNT,
+                      "text_n_truthfulqa": Rule(minimum=2), "text_seeds": _COUNT, "text_hidden": _COUNT,
+                      "text_steps": _COUNT, "text_weight_decay": _NONNEG},
+    "03_hessian_spectra": {"n_dampings": Rule(minimum=2), "big_width": _COUNT, "big_steps": _COUNT,
+                           "slq_probes": _COUNT, "slq_steps": _COUNT, "n_query": _COUNT,
+                           "lm_source": Rule(choices=("smollm2", "tiny-random")), "lm_tokens": Rule(minimum=2),
+                           "lm_probes": _COUNT, "lm_steps": _COUNT},
+    "04_mcmc_validation": {**_BNN, **_VALIDATION},
+    "05_scaling": {**_BNN, **_SCALING},
+    "06_qa_benchmarks": {"n_truthfulqa": _NONNEG, "n_triviaqa": _NONNEG, "n_mc": _NONNEG, "min_per_class": _COUNT,
+                         "n_cost": _COUNT, "n_layer_questions": _NONNEG, "torch_threads": _NONNEG},
+    "07_efficiency": {"n_questions": _COUNT, "repeats": _COUNT, "clusterer": Rule(choices=("embedding", "exact")),
+                      "answer_lengths": _SIZES, "prompt_lengths": _SIZES, "sweep_repeats": _COUNT,
+                      "memory_repeats": _COUNT, "threads": _NONNEG},
+}
+
+
+def parameter_rule(chapter: str, name: str) -> Rule | None:
+    """The `Rule` of parameter ``name`` in ``chapter`` (its own, else the shared one), or None."""
+    return PARAMETER_RULES.get(chapter, {}).get(name) or PARAMETER_RULES["*"].get(name)
+
+
+def check_values(chapter: str, params: dict[str, Any]) -> None:
+    """Raise `ChapterError` (one line) for the first parameter whose value its `Rule` refuses."""
+    for name, value in params.items():
+        rule = parameter_rule(chapter, name)
+        why = rule.problem(value) if rule is not None else None
+        if why is not None:
+            raise ChapterError(f"{chapter}: parameter {name}={value!r} {why}")
+
+
 def resolve_parameters(chapter: str, defaults: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
-    """Defaults updated by ``overrides``; unknown names and wrong types are errors."""
+    """Defaults updated by ``overrides``; unknown names, wrong types and values out of range
+    (`PARAMETER_RULES`) are errors."""
     unknown = sorted(set(overrides) - set(defaults))
     if unknown:
         raise ChapterError(f"{chapter}: unknown parameter(s) {', '.join(unknown)}; the parameters cell "
@@ -122,7 +218,9 @@ def resolve_parameters(chapter: str, defaults: dict[str, Any], overrides: dict[s
         if not _same_type(defaults[name], value):
             raise ChapterError(f"{chapter}: parameter {name}={value!r} is a {type(value).__name__}, but its "
                                f"default {defaults[name]!r} is a {type(defaults[name]).__name__}")
-    return {**defaults, **overrides}
+    params = {**defaults, **overrides}
+    check_values(chapter, params)
+    return params
 
 
 def run_chapter(selector: str, profile: str = "quick", out_dir: Path | None = None,
@@ -142,8 +240,16 @@ def run_chapter(selector: str, profile: str = "quick", out_dir: Path | None = No
     if "profile" in overrides:
         raise ChapterError(f"{source.stem}: 'profile' is set by the runner, not by a profile file")
     out_dir = Path(out_dir or REPO_ROOT / "book" / "_generated").resolve()
-    target = to_ipynb(source, out_dir / f"{source.stem}.ipynb")
-    params = resolve_parameters(source.stem, declared_parameters(target), {**overrides, "profile": profile})
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ChapterError(f"--out {out_dir} is a file: give a folder for the executed notebooks")
+    with tempfile.TemporaryDirectory() as scratch:  # check everything before touching out_dir
+        draft = to_ipynb(source, Path(scratch) / f"{source.stem}.ipynb")
+        params = resolve_parameters(source.stem, declared_parameters(draft), {**overrides, "profile": profile})
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise ChapterError(f"--out {out_dir}: cannot create the folder ({err.strerror})") from None
+        target = Path(shutil.copyfile(draft, out_dir / f"{source.stem}.ipynb"))
     # The kernel inherits this environment. Figures must render inline (as PNG) whatever
     # backend the caller uses (tests set Agg), or glued figures degrade to text. Progress
     # bars are for people at a terminal: in the book they would be stderr output, so the
@@ -180,7 +286,9 @@ def parse_overrides(pairs: list[str]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point (see module docstring)."""
-    parser = argparse.ArgumentParser(prog="python -m gnuq_core.repro.chapters", description=__doc__.split("\n")[0])
+    from gnuq_core.cli import OneLineParser
+
+    parser = OneLineParser(prog="python -m gnuq_core.repro.chapters", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="execute chapters with a profile")
     run.add_argument("chapters", nargs="*", help="chapter numbers or stems (default: all)")

@@ -84,3 +84,43 @@ def test_parse_overrides_reads_literals_and_rejects_malformed_pairs():
         "n_truthfulqa": 100, "models": ["a", "b"], "judge": True, "name": "smollm2"}
     with pytest.raises(ChapterError, match="expected NAME=VALUE"):
         parse_overrides(["n_truthfulqa"])
+
+
+@pytest.mark.parametrize("rule, value, problem", [
+    (chapters.Rule(minimum=1), 1, None), (chapters.Rule(minimum=1), 0, "must be ≥ 1"),
+    (chapters.Rule(minimum=0), -5, "must be ≥ 0"), (chapters.Rule(above=0, below=1), 1.0, "must be < 1"),
+    (chapters.Rule(above=0), 0.0, "must be > 0"), (chapters.Rule(maximum=3), 4, "must be ≤ 3"),
+    (chapters.Rule(choices=("a", "b")), "c", "must be one of 'a', 'b'"),
+    (chapters.Rule(minimum=1, nonempty=True), [], "must not be empty"),
+    (chapters.Rule(minimum=1, nonempty=True), [4, 0], "element 0 must be ≥ 1"),
+    (chapters.Rule(minimum=1), [], None),
+])
+def test_rule_problem(rule: chapters.Rule, value: object, problem: str | None) -> None:
+    assert rule.problem(value) == problem
+
+
+def test_every_rule_names_a_declared_parameter(tmp_path: Path) -> None:
+    declared: dict[str, set[str]] = {}
+    for source in chapters.chapters():
+        declared[source.stem] = set(chapters.declared_parameters(chapters.to_ipynb(source, tmp_path / f"{source.stem}.ipynb")))
+    for chapter, rules in chapters.PARAMETER_RULES.items():
+        if chapter == "*":
+            assert set(rules) <= set().union(*declared.values()), "a shared rule names no parameter"
+        else:
+            assert chapter in declared and set(rules) <= declared[chapter], f"{chapter}: stale rule"
+
+
+def test_value_out_of_range_is_refused_before_the_output_folder_changes(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "book"
+    out.mkdir()
+    (out / "01_derivation.ipynb").write_text("executed before")
+    assert chapters.main(["run", "01", "--out", str(out), "--set", "n_mc=-5"]) == 2
+    assert capsys.readouterr().err == "error: 01_derivation: parameter n_mc=-5 must be ≥ 1\n"
+    assert [p.name for p in out.iterdir()] == ["01_derivation.ipynb"]
+    assert (out / "01_derivation.ipynb").read_text() == "executed before"
+    assert chapters.main(["run", "03", "--out", str(out), "--set", "lm_source=gpt2"]) == 2
+    assert "lm_source='gpt2' must be one of 'smollm2', 'tiny-random'" in capsys.readouterr().err
+    (tmp_path / "file").write_text("x")
+    assert chapters.main(["run", "01", "--out", str(tmp_path / "file")]) == 2
+    assert "is a file: give a folder" in capsys.readouterr().err
