@@ -165,7 +165,8 @@ class RecordFile:
         raw = self.path.read_bytes()
         lines = raw.split(b"\n")
         good_bytes = 0
-        parsed = []
+        parsed: list[dict[str, Any]] = []
+        torn = False
         for i, line in enumerate(lines):
             complete = i < len(lines) - 1  # the part after the last newline is incomplete
             if not line.strip():
@@ -173,19 +174,18 @@ class RecordFile:
                 continue
             try:
                 obj = json.loads(line) if complete else None
-            except json.JSONDecodeError:
+            except ValueError:  # not JSON, or not UTF-8
                 obj = None
-            if obj is None:
-                if any(x.strip() for x in lines[i + 1:]):
-                    raise ValueError(f"{self.path}, line {i + 1} is not valid JSON and is not the last line: the "
-                                     "file is damaged; move it away and rerun")
-                warnings.warn(f"{self.path}: dropping an incomplete last line (interrupted run)", stacklevel=3)
+            if not isinstance(obj, dict):
+                if parsed and parsed[0].get("type") == "header":
+                    if any(x.strip() for x in lines[i + 1:]):
+                        raise ValueError(f"{self.path}, line {i + 1} is not valid JSON and is not the last line: "
+                                         "the file is damaged; move it away and rerun")
+                    torn = True
                 break
             parsed.append(obj)
             good_bytes += len(line) + 1
-        if good_bytes < len(raw):
-            with self.path.open("r+b") as f:
-                f.truncate(good_bytes)
+        # Refuse a foreign file before changing a byte of it.
         if not parsed or parsed[0].get("type") != "header":
             raise ConfigMismatch(f"{self.path} exists but has no gnuq header line: it is not a gnuq result file; "
                                  "choose another --out path")
@@ -195,6 +195,11 @@ class RecordFile:
             diff = "; ".join(f"{k}: file has {old.get(k)!r}, this run {self.config.get(k)!r}" for k in keys)
             raise ConfigMismatch(f"{self.path} belongs to a run with a different configuration ({diff}): use a "
                                  "different --out file, or delete this one to start over")
+        if torn:
+            warnings.warn(f"{self.path}: dropping an incomplete last line (interrupted run)", stacklevel=3)
+        if good_bytes < len(raw):
+            with self.path.open("r+b") as f:
+                f.truncate(good_bytes)
         self.done = {str(r["id"]) for r in parsed[1:] if r.get("type") == "record"}
 
     def _write_line(self, obj: dict[str, Any]) -> None:

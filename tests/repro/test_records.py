@@ -134,3 +134,13 @@ def test_unusable_paths_are_refused_before_writing(tmp_path, case):
         match = "(no permission|cannot create)"
     with pytest.raises(OutputPathError, match=match):
         RecordFile(path, {"a": 1})
+
+
+@pytest.mark.parametrize("content", [b"not a result file\n", b"a,b\n1,2\n", b"[1, 2]\n", b"caf\xe9\n",
+                                     b'{"type": "header", "config": {"a": 2}}\n{"type": "rec'])
+def test_a_foreign_file_is_refused_and_left_untouched(tmp_path, content):
+    path = tmp_path / "notes.txt"
+    path.write_bytes(content)
+    with pytest.raises(ConfigMismatch, match="(not a gnuq result file|different configuration)"):
+        RecordFile(path, {"a": 1})
+    assert path.read_bytes() == content
