@@ -107,3 +107,30 @@ def test_parameter_line_papermill_cannot_read(tmp_path: Path) -> None:
     nbformat.write(nb, path)
     with pytest.raises(ChapterError, match=r"papermill cannot read the parameter line\(s\) of widths"):
         chapters.declared_parameters(path)
+
+
+@pytest.mark.parametrize("dataset", ["triviaqa", "truthfulqa"])
+def test_non_utf8_data_file_names_the_file_and_line(tmp_path: Path, dataset: str) -> None:
+    from gnuq_core.qa.data import DATASETS, TRUTHFULQA_HEADER, load_qa
+
+    path = tmp_path / DATASETS[dataset]
+    path.parent.mkdir(parents=True)
+    if dataset == "triviaqa":
+        good = '{"id": "tqa_1", "question": "Q?", "answers": ["A"]}\n'
+        path.write_bytes(good.encode() + '{"id": "tqa_2", "question": "Où?", "answers": ["A"]}\n'.encode("latin-1"))
+    else:
+        path.write_bytes((",".join(TRUTHFULQA_HEADER) + "\nA,B,Où?,D,E,F,G\n").encode("latin-1"))
+    with pytest.raises(ValueError, match=rf"{path.name}, line 2: not UTF-8 text \(byte 0xf9 at column \d+\): re-save"):
+        load_qa(dataset, data_dir=tmp_path)
+
+
+def test_out_of_range_chapter_parameter() -> None:
+    with pytest.raises(ChapterError, match=r"^01_derivation: parameter n_mc=-5 must be ≥ 1$"):
+        chapters.resolve_parameters("01_derivation", {"n_mc": 10}, {"n_mc": -5})
+
+
+def test_non_utf8_prompt() -> None:
+    from gnuq_core.lm.prompts import PromptError, format_prompt
+
+    with pytest.raises(PromptError, match=r"the prompt is not valid UTF-8 text \(byte 0xe9 at character 3\)"):
+        format_prompt(None, "caf\udce9", "fewshot")

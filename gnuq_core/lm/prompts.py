@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = ["STYLES", "FEWSHOT_EXAMPLES", "PromptError", "format_prompt", "encode_prompt", "encode_answer",
-           "p_true_question", "check_style"]
+           "p_true_question", "check_style", "check_text"]
 
 STYLES = ("chat", "fewshot")
 
@@ -33,6 +33,21 @@ CHAT_INSTRUCTION = "Answer the following question in a few words.\n"
 
 class PromptError(ValueError):
     """A prompt or answer that cannot be scored, with a message that says what to do."""
+
+
+def check_text(text: str, what: str) -> None:
+    """Raise `PromptError` if ``text`` holds characters that are not valid Unicode text.
+
+    Bytes that are not UTF-8 reach Python as lone surrogates (``"\\udce9"``, from a
+    command-line argument or a file read with ``errors="surrogateescape"``); tokenizers
+    reject them with an obscure ``TypeError``.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raw = text[err.start].encode("utf-8", "surrogateescape")
+        raise PromptError(f"the {what} is not valid UTF-8 text (byte 0x{raw.hex()} at character {err.start}): "
+                          "save or type it as UTF-8") from None
 
 
 def check_style(tokenizer: Any, style: str) -> None:
@@ -53,6 +68,7 @@ def format_prompt(tokenizer: Any, question: str, style: str, *, brief: bool = Tr
     """
     if not isinstance(question, str) or not question.strip():
         raise PromptError("the prompt is empty or whitespace only: pass the question text to score")
+    check_text(question, "prompt")
     check_style(tokenizer, style)
     q = question.strip()
     if style == "chat":
@@ -82,6 +98,7 @@ def encode_answer(tokenizer: Any, answer: str, style: str) -> list[int]:
     if not isinstance(answer, str) or not answer.strip():
         raise PromptError("the answer is empty or whitespace only: pass answer=None to let the model "
                           "generate one, or give a non-empty answer")
+    check_text(answer, "answer")
     text = (" " + answer.strip()) if style == "fewshot" else answer.strip()
     ids = list(tokenizer(text, add_special_tokens=False)["input_ids"])
     if not ids:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import json
 import os
 import re
@@ -93,9 +94,21 @@ def _split(cell: str) -> tuple[str, ...]:
     return tuple(a.strip() for a in cell.split(";") if a.strip())
 
 
+def _read_text(path: Path, encoding: str = "utf-8") -> str:
+    """The file's text; bytes that are not UTF-8 are an error naming the file, line and byte."""
+    raw = path.read_bytes()
+    try:
+        return raw.decode(encoding)
+    except UnicodeDecodeError as err:
+        line = raw.count(b"\n", 0, err.start) + 1
+        column = err.start - (raw.rfind(b"\n", 0, err.start) + 1) + 1
+        raise ValueError(f"{path}, line {line}: not UTF-8 text (byte 0x{raw[err.start]:02x} at column {column}): "
+                         "re-save the file as UTF-8 or restore it from the source named in the data README") from None
+
+
 def _load_truthfulqa_csv(path: Path) -> list[QAItem]:
     items = []
-    with path.open(newline="", encoding="utf-8-sig") as f:
+    with io.StringIO(_read_text(path, "utf-8-sig"), newline="") as f:
         reader = csv.reader(f)
         header = next(reader, None)
         if header != TRUTHFULQA_HEADER:
@@ -114,20 +127,20 @@ def _load_truthfulqa_csv(path: Path) -> list[QAItem]:
 
 def _load_triviaqa_jsonl(path: Path) -> list[QAItem]:
     items = []
-    with path.open(encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}, line {n}: not valid JSON ({err})") from err
-            ok = (isinstance(row, dict) and isinstance(row.get("id"), str) and isinstance(row.get("question"), str)
-                  and row["question"].strip() and isinstance(row.get("answers"), list) and row["answers"]
-                  and all(isinstance(a, str) for a in row["answers"]))
-            if not ok:
-                raise ValueError(f"{path}, line {n}: expected {{'id': str, 'question': str, 'answers': [str, ...]}}")
-            items.append(QAItem(row["id"], row["question"].strip(), tuple(row["answers"]), (), "triviaqa"))
+    # one decoded text, so a byte that is not UTF-8 is reported with its line
+    for n, line in enumerate(_read_text(path).split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path}, line {n}: not valid JSON ({err})") from err
+        ok = (isinstance(row, dict) and isinstance(row.get("id"), str) and isinstance(row.get("question"), str)
+              and row["question"].strip() and isinstance(row.get("answers"), list) and row["answers"]
+              and all(isinstance(a, str) for a in row["answers"]))
+        if not ok:
+            raise ValueError(f"{path}, line {n}: expected {{'id': str, 'question': str, 'answers': [str, ...]}}")
+        items.append(QAItem(row["id"], row["question"].strip(), tuple(row["answers"]), (), "triviaqa"))
     if not items:
         raise ValueError(f"{path} has no rows")
     return items
