@@ -4,10 +4,16 @@
 
     gnuq models
     gnuq score --model smollm2-135m-instruct "Who wrote Hamlet?" [--answer TEXT] [--json]
+    gnuq score --model smollm2-135m-instruct --prompt-file question.txt   # or - for standard input
     gnuq qa --model gemma3-270m --dataset triviaqa --limit 50 --out runs/gemma_tqa.jsonl
 
 (``python -m gnuq_core.cli ...`` until the console script is installed.) Errors in the
-input print one line starting with ``error:`` and exit with status 2.
+input print one line starting with ``error:`` and exit with status 2, before the model
+is loaded wherever the input can be checked without it; messages name CLI flags.
+Ctrl-C prints one line (for ``qa``: how many records the output file keeps, and that
+rerunning the same command resumes) and exits with status 130, the shell's convention
+for SIGINT. ``qa`` refuses a second process writing the same ``--out`` (exit 2, naming
+the pid that writes it).
 """
 
 from __future__ import annotations
@@ -18,9 +24,110 @@ import math
 import os
 import sys
 from dataclasses import asdict
-from typing import Any
+from pathlib import Path
+from typing import Any, NoReturn
 
-__all__ = ["main"]
+__all__ = ["main", "OneLineParser", "UsageError"]
+
+SIGINT_EXIT = 130  # 128 + SIGINT, what shells report for a command stopped by Ctrl-C
+
+
+class UsageError(ValueError):
+    """A command-line value that cannot be used (reported as one ``error:`` line, exit 2)."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one line on stderr (exit status 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
+
+
+# Library advice rewritten in the command line's words (the library speaks in arguments).
+_CLI_WORDS = (
+    ("pass answer=None to let the model generate one", "leave out --answer to let the model generate one"),
+    ("(style='fewshot', CLI --style fewshot)", "(--style fewshot)"),
+    (", or a mapping {name: [parameter-name prefixes]}", ""),
+    ("lower max_new_tokens", "lower --max-new-tokens"),
+    ("point data_dir / GNUQ_DATA_DIR", "point --data-dir / GNUQ_DATA_DIR"),
+)
+
+
+def _cli_message(err: BaseException) -> str:
+    """One line: the error's message in CLI words, newlines folded."""
+    text = str(err) or type(err).__name__
+    for library, cli in _CLI_WORDS:
+        text = text.replace(library, cli)
+    return " ".join(text.split())
+
+
+def _read_prompt(args: argparse.Namespace) -> str:
+    """The prompt: the positional argument, or the UTF-8 text of ``--prompt-file`` (``-``: standard input)."""
+    if (args.prompt is None) == (args.prompt_file is None):
+        raise UsageError("give the prompt either as an argument or with --prompt-file PATH (- for standard input)")
+    if args.prompt is not None:
+        return args.prompt
+    if args.prompt_file == "-":
+        raw, where = sys.stdin.buffer.read(), "--prompt-file - (standard input)"
+    else:
+        path, where = Path(args.prompt_file), f"--prompt-file {args.prompt_file}"
+        if not path.is_file():
+            raise UsageError(f"{where}: file not found" if not path.exists() else f"{where} is not a file")
+        raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw.count(b"\n", 0, err.start) + 1
+        raise UsageError(f"{where}, line {line}: not UTF-8 text (byte 0x{raw[err.start]:02x}): save it as UTF-8") from None
+
+
+def _check_common(args: argparse.Namespace) -> None:
+    """Checks of the model options that need no model: --model, --device, --dtype, --max-new-tokens, --groups."""
+    from gnuq_core.lm.anatomy import PRESET_GROUPS
+    from gnuq_core.lm.models import check_device, check_dtype, resolve_source
+
+    resolve_source(args.model)  # classifies the name (file not found, unknown alias) without loading anything
+    check_dtype(args.dtype)
+    if args.max_new_tokens < 1:
+        raise UsageError(f"--max-new-tokens must be ≥ 1 (got {args.max_new_tokens})")
+    unknown = [g for g in args.groups.split(",") if g not in PRESET_GROUPS]
+    if unknown:
+        raise UsageError(f"--groups {args.groups}: unknown group {unknown[0]!r}; use one of {', '.join(PRESET_GROUPS)} "
+                         "(comma-separated for several)")
+    if args.device_map is None:
+        check_device(args.device)
+
+
+def _check_qa(args: argparse.Namespace) -> None:
+    """Checks of ``gnuq qa``'s options, before any data or model is loaded."""
+    from gnuq_core.repro.records import check_output_path
+
+    _check_common(args)
+    for flag, value, low in (("--limit", args.limit, 0), ("--samples", args.samples, 0),
+                             ("--threads", getattr(args, "threads", None), 1)):
+        if value is not None and value < low:
+            raise UsageError(f"{flag} must be ≥ {low} (got {value})")
+    if args.samples > 0 and not args.temperature > 0:
+        raise UsageError(f"--temperature must be > 0 (got {args.temperature})")
+    if not 0 <= args.threshold <= 1:
+        raise UsageError(f"--threshold must be between 0 and 1 (got {args.threshold})")
+    check_output_path(args.out)
+
+
+def _records_kept(args: argparse.Namespace) -> str:
+    """``"N records kept in OUT"`` for a qa run (its shards included), or ``""``."""
+    out = getattr(args, "out", None)
+    if args.command != "qa" or out is None:
+        return ""
+    try:
+        try:
+            from gnuq_core.repro.shards import read_merged as read
+        except ImportError:
+            from gnuq_core.repro.records import read_records as read
+        n = len(read(out)[1]) if Path(out).exists() else 0
+    except (OSError, ValueError):
+        return ""
+    return f"{n} record{'s' if n != 1 else ''} kept in {out}"
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -68,10 +175,22 @@ def _cmd_score(args: argparse.Namespace) -> int:
     from gnuq_core.lm import baselines as bl
     from gnuq_core.lm.scoring import score
 
+    from gnuq_core.lm.prompts import check_text
+
+    prompt = _read_prompt(args)
+    if not prompt.strip():
+        raise UsageError("the prompt is empty or whitespace only: give the question text")
+    check_text(prompt, "prompt")
+    if args.answer is not None:
+        if not args.answer.strip():
+            raise UsageError("--answer is empty: leave out --answer to let the model generate one, or give a "
+                             "non-empty answer")
+        check_text(args.answer, "answer (--answer)")
+    _check_common(args)
     lm = _load(args)
     style = lm.prompt_style if args.style == "auto" else args.style
     groups = args.groups.split(",") if "," in args.groups else (None if args.groups == "all" else args.groups)
-    res = score(lm.model, lm.tokenizer, args.prompt, args.answer, style=style, max_new_tokens=args.max_new_tokens,
+    res = score(lm.model, lm.tokenizer, prompt, args.answer, style=style, max_new_tokens=args.max_new_tokens,
                 groups=groups, per_group=isinstance(groups, list), prediction=args.prediction)
     u = res.uncertainty
     rows: dict[str, Any] = {
@@ -87,15 +206,15 @@ def _cmd_score(args: argparse.Namespace) -> int:
                  "mean_token_entropy": bl.mean_token_entropy(res.generation.token_entropies),
                  "perplexity": bl.perplexity(res.generation.token_log_probs)}
     if args.p_true:
-        extra["p_true"] = bl.p_true(lm.model, lm.tokenizer, args.prompt, res.answer, style=style)["p_true"]
+        extra["p_true"] = bl.p_true(lm.model, lm.tokenizer, prompt, res.answer, style=style)["p_true"]
     if args.json:
         from gnuq_core.qa.engine import clean
 
-        print(json.dumps(clean({"model": args.model, "style": style, "prompt": args.prompt, **res.to_dict(),
+        print(json.dumps(clean({"model": args.model, "style": style, "prompt": prompt, **res.to_dict(),
                                 "baselines": extra}), indent=2))
         return 0
     print(f"model:  {args.model} ({style} prompt)")
-    print(f"prompt: {args.prompt.strip()}")
+    print(f"prompt: {prompt.strip()}")
     print(f"answer: {res.answer}  [{len(res.answer_ids)} tokens, prediction = {res.prediction}]")
     width = max(len(k) for k in list(rows) + list(extra))
     for k, v in {**rows, **extra}.items():
@@ -110,6 +229,10 @@ def _cmd_qa(args: argparse.Namespace) -> int:
     from gnuq_core.repro.records import RecordFile
     from gnuq_core.repro.shards import distributed, shard_path
 
+    _check_qa(args)  # every option that can be checked without data or model, so errors come first
+    if args.limit == 0:
+        print("nothing to run: --limit 0 selects no questions (the options are valid; the model was not loaded)")
+        return 0
     items = load_qa(args.dataset, data_dir=args.data_dir, limit=args.limit)
     config = QAConfig(model=args.model, dataset=args.dataset, dtype=args.dtype, style=args.style, max_new_tokens=args.max_new_tokens,
                       groups=args.groups, n_samples=args.samples, temperature=args.temperature,
@@ -130,12 +253,14 @@ def _cmd_qa(args: argparse.Namespace) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="gnuq", description="Gradient-norm uncertainty for LLM answers.")
+    parser = OneLineParser(prog="gnuq", description="Gradient-norm uncertainty for LLM answers.")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("models", help="list model aliases").set_defaults(func=_cmd_models)
     s = sub.add_parser("score", help="answer a prompt and print its uncertainty")
     _common(s)
-    s.add_argument("prompt")
+    s.add_argument("prompt", nargs="?", default=None, help="the question (or use --prompt-file)")
+    s.add_argument("--prompt-file", default=None, metavar="PATH",
+                   help="read the prompt from a UTF-8 file (- for standard input), e.g. for very long prompts")
     s.add_argument("--answer", default=None, help="score this answer instead of generating one")
     s.add_argument("--prediction", default="sequence", choices=["sequence", "normalized"],
                    help="p = prod p_t (sequence) or exp(mean log p_t) (normalized)")
@@ -146,7 +271,7 @@ def _parser() -> argparse.ArgumentParser:
                                   "torchrun --nproc-per-node N -m gnuq_core.cli qa ...)")
     _common(q)
     q.add_argument("--dataset", required=True, choices=["truthfulqa", "triviaqa"])
-    q.add_argument("--limit", type=int, default=None)
+    q.add_argument("--limit", type=int, default=None, help="first N questions (≥ 0; 0 checks the options only)")
     q.add_argument("--out", required=True)
     q.add_argument("--data-dir", default=None, help="folder with the dataset files (else GNUQ_DATA_DIR, ../shared/data)")
     q.add_argument("--samples", type=int, default=5, help="samples for the entropy baselines (0: skip)")
@@ -173,8 +298,14 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ModelNotFound, PromptError, ConfigMismatch, DataNotFound, FloatingPointError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
+    except KeyboardInterrupt:
+        kept = _records_kept(args)
+        print(f"interrupted: {kept}; rerun the same command to resume" if kept else "interrupted", file=sys.stderr)
+        return SIGINT_EXIT
+    except (ModelNotFound, PromptError, ConfigMismatch, DataNotFound, FloatingPointError, ValueError, OSError) as err:
+        kept = _records_kept(args) if isinstance(err, PromptError) else ""
+        note = f"; {kept} (rerun the same command to resume once that question is fixed or left out)" if kept else ""
+        print(f"error: {_cli_message(err)}{note}", file=sys.stderr)
         return 2
 
 

@@ -65,3 +65,150 @@ def test_qa_resumable_and_config_mismatch(folders, tmp_path, capsys):
     assert [x.get("id") for x in lines[1:]] == ["tqa_0", "tqa_1", "tqa_2"]
     assert main(args + ["--temperature", "0.5"]) == 2
     assert "different configuration" in capsys.readouterr().err
+
+
+def _data(root, questions):
+    data = root / "data" / "triviaqa"
+    data.mkdir(parents=True, exist_ok=True)
+    data.joinpath("validation.jsonl").write_text("".join(
+        json.dumps({"id": f"tqa_{i}", "question": q, "answers": ["x"]}) + "\n" for i, q in enumerate(questions)))
+    return root / "data"
+
+
+def _qa_args(model, data, out):
+    return ["qa", "--model", str(model), "--dataset", "triviaqa", "--data-dir", str(data), "--out", str(out),
+            "--samples", "0", "--no-p-true", "--max-new-tokens", "2", "--no-progress"]
+
+
+def _no_model(monkeypatch):
+    import gnuq_core.cli as cli
+
+    def refuse(args):
+        raise AssertionError("the model must not be loaded")
+
+    monkeypatch.setattr(cli, "_load", refuse)
+
+
+def test_limit_negative_is_refused_and_zero_loads_no_model(folders, tmp_path, capsys, monkeypatch):
+    _no_model(monkeypatch)
+    args = _qa_args(folders / "chat", _data(tmp_path, ["Q?"]), tmp_path / "run.jsonl")
+    assert main(args + ["--limit", "-1"]) == 2
+    assert capsys.readouterr().err.strip() == "error: --limit must be ≥ 0 (got -1)"
+    assert main(args + ["--limit", "0"]) == 0
+    assert "--limit 0 selects no questions" in capsys.readouterr().out
+    assert not (tmp_path / "run.jsonl").exists()
+
+
+@pytest.mark.parametrize("case", ["directory", "parent_is_file"])
+def test_unusable_out_is_one_line_before_the_model_loads(folders, tmp_path, capsys, monkeypatch, case):
+    _no_model(monkeypatch)
+    (tmp_path / "f").write_text("x")
+    out, want = (tmp_path, "is a directory") if case == "directory" else (tmp_path / "f" / "r.jsonl", "is a file")
+    assert main(_qa_args(folders / "chat", _data(tmp_path, ["Q?"]), out)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and want in err and str(out) in err
+
+
+def test_prompt_file_and_standard_input(folders, tmp_path, capsys, monkeypatch):
+    import io
+    import sys
+
+    q = tmp_path / "q.txt"
+    q.write_text("Who wrote Hamlet?\n")
+    assert main(["score", "--model", str(folders / "chat"), "--prompt-file", str(q), "--answer", "x", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["prompt"] == "Who wrote Hamlet?\n"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO("Qui a écrit Hamlet ?".encode())))
+    assert main(["score", "--model", str(folders / "chat"), "--prompt-file", "-", "--answer", "x", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["prompt"] == "Qui a écrit Hamlet ?"
+    # a prompt too long for any command line gets through, and is refused by the model's context
+    q.write_text("word " * 40_000)
+    assert main(["score", "--model", str(folders / "chat"), "--prompt-file", str(q), "--max-new-tokens", "2"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "the prompt has" in err and "lower --max-new-tokens" in err
+
+
+def test_non_utf8_prompt_bytes_are_a_clear_error(folders, tmp_path, capsys):
+    assert main(["score", "--model", str(folders / "chat"), "caf\udce9?"]) == 2  # argv bytes b"caf\xe9?"
+    assert capsys.readouterr().err.strip() == ("error: the prompt is not valid UTF-8 text (byte 0xe9 at character 3): "
+                                               "save or type it as UTF-8")
+    bad = tmp_path / "latin1.txt"
+    bad.write_bytes("first line\ncafé?".encode("latin-1"))
+    assert main(["score", "--model", str(folders / "chat"), "--prompt-file", str(bad)]) == 2
+    assert f"--prompt-file {bad}, line 2: not UTF-8 text (byte 0xe9)" in capsys.readouterr().err
+
+
+def test_cuda_without_cuda_names_the_fix(folders, capsys, monkeypatch):
+    _no_model(monkeypatch)
+    monkeypatch.setattr(torch.backends.cuda, "is_built", lambda: False)
+    assert main(["score", "--model", str(folders / "chat"), "Q?", "--device", "cuda"]) == 2
+    assert capsys.readouterr().err == "error: CUDA is not available in this torch build; use --device cpu\n"
+
+
+def test_messages_speak_in_cli_flags(folders, capsys, monkeypatch):
+    _no_model(monkeypatch)
+    assert main(["score", "--model", str(folders / "chat"), "Q?", "--answer", "  "]) == 2
+    err = capsys.readouterr().err
+    assert "leave out --answer" in err and "answer=None" not in err
+    assert main(["score", "--model", str(folders / "chat"), "Q?", "--groups", "lm_head,nope"]) == 2
+    err = capsys.readouterr().err
+    assert "--groups lm_head,nope: unknown group 'nope'" in err and "mapping" not in err
+
+
+def test_a_question_too_long_stops_the_run_naming_it_and_keeps_the_rest(folders, tmp_path, capsys):
+    out = tmp_path / "run.jsonl"
+    data = _data(tmp_path, ["Question 0?", "Question 1?", "x" * 200_000, "Question 3?"])
+    assert main(_qa_args(folders / "chat", data, out)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: question tqa_2: the prompt has")
+    assert f"2 records kept in {out}" in err
+    assert [x.get("id") for x in map(json.loads, out.read_text().splitlines())] == [None, "tqa_0", "tqa_1"]
+
+
+SLOW_QA = """
+import sys, time
+import gnuq_core.qa.engine as engine
+real = engine.question_record
+def slow(*args, **kwargs):
+    time.sleep(0.2)  # a real model takes seconds per question; keep the run alive while the test acts
+    return real(*args, **kwargs)
+engine.question_record = slow
+from gnuq_core.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_two_qa_runs_on_one_out_and_ctrl_c(folders, tmp_path):
+    """Two real processes on one --out: the second is refused naming the first; Ctrl-C keeps what was written."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    out = tmp_path / "run.jsonl"
+    args = _qa_args(folders / "chat", _data(tmp_path, [f"Question {i}?" for i in range(300)]), out)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "OMP_NUM_THREADS": "1"}
+    first = subprocess.Popen([sys.executable, "-c", SLOW_QA, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=env)
+    try:
+        deadline = time.time() + 120
+        while not (out.exists() and out.read_text().count("\n") >= 2) and time.time() < deadline:
+            time.sleep(0.2)
+        assert first.poll() is None, first.communicate()
+        second = subprocess.run([sys.executable, "-m", "gnuq_core.cli", *args], capture_output=True, text=True,
+                                env=env, timeout=300)
+        assert second.returncode == 2
+        assert second.stderr == (f"error: {out} is being written by another process (pid {first.pid}): wait for it "
+                                 "to finish, or choose another --out\n")
+        assert first.poll() is None, "the first run must still be running"
+        first.send_signal(signal.SIGINT)
+        _, err = first.communicate(timeout=120)
+    finally:
+        first.kill()
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    ids = [x["id"] for x in lines[1:]]
+    assert first.returncode == 130
+    assert err == f"interrupted: {len(ids)} record{'s' if len(ids) != 1 else ''} kept in {out}; rerun the same command to resume\n"
+    assert [x["type"] for x in lines].count("header") == 1 and ids == [f"tqa_{i}" for i in range(len(ids))]
+    assert main(args + ["--limit", str(len(ids) + 2)]) == 0  # resumes: two new records, no duplicates
+    assert [json.loads(x).get("id") for x in out.read_text().splitlines()[1:]] == [f"tqa_{i}" for i in range(len(ids) + 2)]

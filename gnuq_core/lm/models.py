@@ -45,7 +45,7 @@ from typing import Any, Callable
 from gnuq_core.repro.paths import cache_dir
 
 __all__ = ["ALIASES", "ModelAlias", "LoadedModel", "ModelNotFound", "DeviceError", "load_model",
-           "resolve_source", "file_sha256", "dequantised_dir", "check_device", "remove_stale_temps"]
+           "resolve_source", "file_sha256", "dequantised_dir", "check_device", "check_dtype", "remove_stale_temps"]
 
 _COMPLETE = "gnuq-complete.json"
 
@@ -271,6 +271,11 @@ def _torch_dtype(dtype: str | None) -> Any:
     if not isinstance(value, torch.dtype) or not value.is_floating_point:
         raise ValueError(f"unknown dtype {dtype!r}: use float32 (default), float64, bfloat16 or float16")
     return value
+
+
+def check_dtype(dtype: str | None) -> None:
+    """Raise ValueError (one line, listing the choices) unless ``dtype`` names a floating torch dtype."""
+    _torch_dtype(dtype)
 
 
 def _save_plain(model: Any, folder: Path) -> None:

@@ -209,10 +209,15 @@ def question_record(loaded: Any, item: Any, config: QAConfig, *, style: str, clu
     numbers, and is graded against the dataset by id. The samples are seeded with
     `question_seed` of ``config.seed`` and the item's id.
     """
+    from gnuq_core.lm.prompts import PromptError
+
     t0 = time.perf_counter()
-    rec = evaluate_question(loaded.model, loaded.tokenizer, item.question,
-                            replace(config, seed=question_seed(config.seed, item.id)), style=style,
-                            clusterer=clusterer)
+    try:
+        rec = evaluate_question(loaded.model, loaded.tokenizer, item.question,
+                                replace(config, seed=question_seed(config.seed, item.id)), style=style,
+                                clusterer=clusterer)
+    except PromptError as err:  # a run of many questions stops here: say which one
+        raise PromptError(f"question {item.id}: {err}") from None
     rec["timings"]["total"] = time.perf_counter() - t0
     head: dict[str, Any] = {"dataset": item.dataset, "style": style}
     if texts:
