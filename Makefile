@@ -5,7 +5,7 @@
 #   make chapter NB=01 [PROFILE=quick]   execute one chapter into book/_generated/
 #   make html                  build the book from the chapters already executed
 #   make test                  the test suite (unit tests, smoke-profile book, browser check)
-#   make bench                 the efficiency benchmark (writes bench/results.json)
+#   make bench                 the efficiency benchmark and records/hour (writes bench/results.json)
 #   make clean                 remove build outputs (keeps .venv and the result cache)
 
 SHELL := /bin/bash
@@ -79,8 +79,9 @@ book: chapters
 test: setup
 	$(PY) -m pytest
 
+# BENCH_ARGS: e.g. --quick (a few minutes), --no-throughput, --models smollm2-135m-instruct
 bench: setup
-	$(PY) -m gnuq_core.bench --out bench/results.json
+	$(PY) -m gnuq_core.bench --out bench/results.json $(BENCH_ARGS)
 
 clean:
 	rm -rf _build book/_generated .pytest_cache

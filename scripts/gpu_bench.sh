@@ -7,7 +7,9 @@
 # No network is assumed: the models are randomly initialised at the real architectures'
 # sizes (SmolLM2-135M, Gemma-3-270M, a 1B Llama), built from transformers configs in code,
 # with synthetic token-id questions of realistic length (timing does not depend on the
-# weights' values). Needs python with torch (CUDA build), transformers, tokenizers, numpy,
+# weights' values). Records per hour of the QA pipeline need the real models' tokenizers,
+# so random models skip that part (run `python -m gnuq_core.bench` with the real models on a
+# GPU machine that has their weights for it). Needs python with torch (CUDA build), transformers, tokenizers, numpy,
 # tqdm; uses .venv/bin/python if present, else $PYTHON, else python3. Finished models are
 # written as they complete, so a run cut short by the time limit still leaves results.
 # Commit the JSON as bench/gpu_results.json; chapter 07 shows it.

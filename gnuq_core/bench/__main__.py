@@ -1,6 +1,140 @@
-"""``python -m gnuq_core.bench``: see `gnuq_core.bench.run`."""
+"""``python -m gnuq_core.bench`` (``make bench``): run the efficiency benchmark, write the JSON,
+print the tables (see `gnuq_core.bench`).
 
-from gnuq_core.bench.run import main
+    python -m gnuq_core.bench --out bench/results.json     # both real models, full settings
+    python -m gnuq_core.bench --quick                      # a few minutes: 1 question per dataset
+    python -m gnuq_core.bench --tiny                       # dry run on tiny random models
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+from gnuq_core.bench.config import BenchConfig
+from gnuq_core.bench.subjects import RANDOM_ARCHS
+
+__all__ = ["main", "config_from_args"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m gnuq_core.bench",
+                                description="Efficiency benchmark: times the QA engine's own passes, records per "
+                                            "hour of the whole pipeline, peak memory.")
+    d = BenchConfig()
+    p.add_argument("--out", default="bench/results.json", help="results JSON (default bench/results.json)")
+    p.add_argument("--models", nargs="+", default=d.models,
+                   help="model specs: aliases/paths, tiny-llama, random:<arch> (" + ", ".join(RANDOM_ARCHS) + ")")
+    p.add_argument("--datasets", nargs="+", default=d.datasets)
+    p.add_argument("--data-dir", default=None)
+    p.add_argument("--questions", type=int, default=d.n_questions, help="questions per dataset")
+    p.add_argument("--repeats", type=int, default=d.repeats)
+    p.add_argument("--samples", type=int, default=d.n_samples, help="N of the timed sampling pass")
+    p.add_argument("--max-new-tokens", type=int, default=d.max_new_tokens)
+    p.add_argument("--clusterer", default=d.clusterer, choices=["embedding", "exact"])
+    p.add_argument("--answer-lengths", type=int, nargs="*", default=d.answer_lengths)
+    p.add_argument("--prompt-lengths", type=int, nargs="*", default=d.prompt_lengths)
+    p.add_argument("--sweep-repeats", type=int, default=d.sweep_repeats)
+    p.add_argument("--ladder", nargs="*", default=[f"{h}x{n}" for h, n in d.ladder], help="HIDDENxLAYERS ...")
+    p.add_argument("--no-memory", action="store_true")
+    p.add_argument("--no-profile", action="store_true")
+    p.add_argument("--no-throughput", action="store_true", help="skip the records/hour runs")
+    p.add_argument("--throughput-questions", type=int, default=0,
+                   help="questions per dataset for records/hour (default 0: as --questions)")
+    p.add_argument("--layouts", nargs="+", default=[f"{a}x{b}" for a, b in d.layouts],
+                   help="records/hour layouts PROCESSESxTHREADS (default 1x2 2x1)")
+    p.add_argument("--qa-samples", type=int, default=d.qa_n_samples, help="N of the records/hour runs (default 10)")
+    p.add_argument("--qa-max-new-tokens", type=int, default=d.qa_max_new_tokens)
+    p.add_argument("--skip", nargs="*", default=[], help="timed passes to leave out, e.g. reference")
+    p.add_argument("--device", default=d.device)
+    p.add_argument("--dtype", default=d.dtype)
+    p.add_argument("--threads", type=int, default=None, help="torch threads of the pass timings")
+    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--quick", action="store_true",
+                   help="small run: 1 question per dataset, 1 repeat, short sweeps, no ladder, no memory")
+    p.add_argument("--tiny", action="store_true",
+                   help="dry run: random tiny models, 1 question, 1 repeat, short sweeps (checks the pipeline)")
+    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--memory-worker", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--throughput-worker", default=None, help=argparse.SUPPRESS)
+    return p
+
+
+def _pair(text: str, what: str) -> list[int]:
+    try:
+        a, b = (int(x) for x in text.lower().split("x"))
+    except ValueError:
+        raise SystemExit(f"{what} {text!r}: write it as AxB, e.g. 2x1") from None
+    return [a, b]
+
+
+def config_from_args(args: argparse.Namespace) -> BenchConfig:
+    """`BenchConfig` from parsed command-line arguments (``--quick`` and ``--tiny`` shrink it)."""
+    cfg = BenchConfig(models=list(args.models), datasets=list(args.datasets), n_questions=args.questions,
+                      repeats=args.repeats, n_samples=args.samples, max_new_tokens=args.max_new_tokens,
+                      clusterer=args.clusterer, answer_lengths=list(args.answer_lengths),
+                      prompt_lengths=list(args.prompt_lengths), sweep_repeats=args.sweep_repeats,
+                      ladder=[_pair(s, "--ladder") for s in args.ladder], memory=not args.no_memory,
+                      profile=not args.no_profile, skip=list(args.skip), throughput=not args.no_throughput,
+                      throughput_questions=args.throughput_questions,
+                      layouts=[_pair(s, "--layouts") for s in args.layouts], qa_n_samples=args.qa_samples,
+                      qa_max_new_tokens=args.qa_max_new_tokens, device=args.device, dtype=args.dtype,
+                      threads=args.threads, seed=args.seed)
+    if args.quick:
+        cfg.n_questions, cfg.repeats, cfg.sweep_repeats = 1, 1, 1
+        cfg.answer_lengths, cfg.prompt_lengths, cfg.ladder, cfg.memory = [4, 16, 64], [32, 128, 256], [], False
+        cfg.skip = sorted(set(cfg.skip) | {"reference"})
+    if args.tiny:
+        cfg.models = ["random:tiny", "tiny-llama"] if cfg.models == BenchConfig().models else cfg.models
+        cfg.n_questions, cfg.repeats, cfg.n_samples, cfg.max_new_tokens = 1, 1, 3, 6
+        cfg.synthetic_answer, cfg.synthetic_prompt = 6, (20, 40)
+        cfg.answer_lengths, cfg.prompt_lengths, cfg.sweep_repeats = [2, 4], [16, 32], 1
+        cfg.ladder, cfg.ladder_repeats, cfg.memory_repeats = [[32, 1], [64, 2]], 1, 1
+        cfg.qa_n_samples, cfg.qa_max_new_tokens = 3, 6
+    return cfg
+
+
+def _write(out: Path, res: dict[str, Any]) -> None:
+    tmp = out.with_suffix(out.suffix + ".tmp")
+    tmp.write_text(json.dumps(res, indent=1, default=float))
+    os.replace(tmp, out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point: run, write the JSON, print the tables."""
+    args = _parser().parse_args(argv)
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    if args.memory_worker or args.throughput_worker:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if args.memory_worker:
+                from gnuq_core.bench.memory import memory_worker
+
+                print(json.dumps(memory_worker(json.loads(Path(args.memory_worker).read_text()))))
+            else:
+                from gnuq_core.bench.throughput import throughput_worker
+
+                _write(Path(args.out), throughput_worker(json.loads(Path(args.throughput_worker).read_text())))
+        return 0
+    from gnuq_core.bench.report import format_table
+    from gnuq_core.bench.run import run
+
+    cfg = config_from_args(args)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    res = run(cfg, data_dir=args.data_dir, progress=not args.quiet,
+              log=None if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True)),
+              checkpoint=lambda r: _write(out, r))
+    _write(out, res)
+    print(format_table(res))
+    print(f"wrote {out}")
+    return 0
+
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(main())

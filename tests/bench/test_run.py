@@ -1,121 +1,98 @@
-"""The benchmark driver (gnuq_core.bench) on tiny random models: structure, not speed."""
+"""The benchmark driver and its tables (gnuq_core.bench.run, .report, __main__) on tiny random
+models and a small dataset fixture: structure, not speed."""
 
 from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 
-from gnuq_core.bench import run as bench
+from gnuq_core.bench import report
+from gnuq_core.bench.__main__ import main
+from gnuq_core.bench.config import BenchConfig
+from gnuq_core.bench.run import run
+from gnuq_core.bench.summary import c8_measurement
 from gnuq_core.repro import claims
+from tests.qa.test_data import write_fixture
+
+ENGINE = ("gnuq_core.lm.", "gnuq_core.qa.")
 
 
 @pytest.fixture(scope="module")
-def tiny_config() -> bench.BenchConfig:
-    return bench.BenchConfig(models=["random:tiny"], datasets=["a"], n_questions=2, repeats=2, n_samples=3,
-                             clusterer="exact", synthetic_prompt=(10, 20), synthetic_answer=4, answer_lengths=[2, 4],
-                             prompt_lengths=[8, 16], sweep_repeats=1, ladder=[[32, 1]], ladder_repeats=1,
-                             memory=False, profile=True, threads=1)
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return str(write_fixture(tmp_path_factory.mktemp("data")))
 
 
 @pytest.fixture(scope="module")
-def tiny_results(tiny_config: bench.BenchConfig) -> dict:
-    return bench.run(tiny_config, progress=False)
+def results(data_dir: str) -> dict:
+    cfg = BenchConfig(models=["random:tiny", "tiny-llama"], n_questions=1, repeats=2, n_samples=3, max_new_tokens=4,
+                      clusterer="exact", synthetic_prompt=(10, 20), synthetic_answer=4, answer_lengths=[2, 4],
+                      prompt_lengths=[8, 16], sweep_repeats=1, ladder=[[32, 1]], ladder_repeats=1, memory=False,
+                      profile=True, qa_n_samples=2, qa_max_new_tokens=3, threads=1)
+    return run(cfg, data_dir=data_dir, progress=False)
 
 
-def test_results_have_every_method_ratio_and_target(tiny_results: dict) -> None:
-    e = tiny_results["models"]["random:tiny"]
-    assert len(e["questions"]) == 2
-    q = e["questions"][0]
-    assert all(len(v) == 2 for v in q["times"].values())  # every pass, every repeat
-    assert {"generate", "forward", "gradnorm", "sample", "cluster", "p_true", "naive"} <= set(q["times"])
+def test_results_structure(results: dict) -> None:
+    e = results["models"]["tiny-llama"]
+    assert len(e["questions"]) == 2  # one per dataset
     s = e["summary"]
-    assert s["fastest_sampling_baseline"] == "predictive_entropy"  # sampling alone is the cheapest
-    for m in ("predictive_entropy", "semantic_entropy", "p_true", "p_true_1pass"):
-        r = s["speedup"][m]
-        assert r["ci"][0] <= r["median"] <= r["ci"][1] and "with_generation" in r
-    assert set(s["gradnorm_split"]) == {"forward", "backward", "post"}
-    assert s["gradnorm_split"]["backward"]["median"] > 0
-    t = tiny_results["targets"]["random:tiny"]
-    assert isinstance(t["gradnorm_over_forward"]["met"], bool)
+    assert s["units"] == 4 and s["fastest_sampling_baseline"] is not None
+    assert s["ratios"]["gradient_over_forward"]["n"] == 4
+    assert set(s["gradient_split"]) == {"forward", "backward", "post"}
     assert [p["tokens"] for p in e["sweeps"]["answer"]] == [2, 4]
-    assert tiny_results["ladder"][0]["params"] > 0
-    assert e["profile"]["gradnorm"]["ops"]
-    json.dumps(tiny_results, default=float)  # JSON-ready
+    assert e["profile"]["gradient"]["ops"] and results["ladder"][0]["params"] > 0
+    assert results["machine"]["device"] == "cpu" and "commit" in results["git"]
+    json.dumps(results, default=float)  # JSON-ready
 
 
-def test_method_costs_are_sums_of_pass_medians() -> None:
-    rec = {"times": {"sample": [1.0, 3.0], "cluster": [0.5], "gradnorm": [0.2, 0.4, 0.3], "p_true": [0.1],
-                     "forward": [0.1]}}
-    c = bench.method_costs(rec)
-    assert c["predictive_entropy"] == 2.0 and c["semantic_entropy"] == 2.5 and c["p_true"] == 2.1
-    assert c["gradnorm"] == pytest.approx(0.3)
-    assert "naive" not in c
+def test_every_pass_in_the_tables_is_an_engine_function(results: dict) -> None:
+    rows = report.pass_rows(results)
+    assert rows and all(r["engine function"].startswith(ENGINE) for r in rows)
 
 
-def test_c8_measurement_is_judged(tiny_results: dict) -> None:
-    m = bench.c8_measurement(tiny_results)
-    assert m.claim == "C8" and m.ci[0] <= m.value <= m.ci[1]
-    assert claims.judge(m) in claims.VERDICTS
-    assert "random:tiny" in m.details
+def test_records_per_hour_in_both_layouts(results: dict) -> None:
+    assert "throughput" not in results["models"]["random:tiny"]  # synthetic questions: no QA pipeline
+    tp = results["models"]["tiny-llama"]["throughput"]
+    assert set(tp["layouts"]) == {"1x2", "2x1"}
+    assert tp["layouts"]["2x1"]["processes"] == 2 and tp["layouts"]["1x2"]["threads"] == 2
+    assert all(lay["records"] == 2 for lay in tp["layouts"].values())  # the same questions in every layout
+    lay = tp["layouts"]["2x1"]
+    ids = [r["id"] for r in lay["record_list"]]
+    assert sorted(ids) == sorted(tp["questions"])  # every question once
+    assert sorted(r["worker"] for r in lay["record_list"]) == [0, 1]  # one each: disjoint shares
+    rec = lay["record_list"][0]  # the engine's own per-pass timings
+    assert {"generate", "gradient", "p_true", "sample", "cluster"} <= set(rec["timings"])
+    assert len(rec["sample_tokens"]) == 2
+    rows = report.throughput_rows(results)
+    assert {r["layout"] for r in rows} == {"1 process(es) × 2 thread(s)", "2 process(es) × 1 thread(s)"}
+    assert all(r["gradient share"] > 0 and r["sample share"] > 0 for r in rows)
+    camp = results["campaign"]
+    assert camp["study_sizes"] == {"truthfulqa": 2, "triviaqa": 2} and set(camp["layouts"]) == {"1x2", "2x1"}
+    assert camp["best"]["hours"] > 0 and "campaign" in results["targets"]
+    text = report.format_table(results)
+    assert "Records per hour" in text and "Estimated wall time of the full study" in text
+    assert "2 process(es) × 1 thread(s)" in text and "Gradient pass ÷ one no-grad forward" in text
 
 
-def test_format_table_mentions_targets(tiny_results: dict) -> None:
-    text = bench.format_table(tiny_results)
-    assert "gradnorm_over_forward" in text and "speed-up vs semantic_entropy" in text
-
-
-def test_text_questions_with_byte_tokenizer(tiny_config: bench.BenchConfig) -> None:
-    sub = bench.load_subject("tiny-llama")
-    assert not sub.synthetic and sub.style == "chat"
-    q = bench.Question("q1", "t", "What is the capital of France?", sub.tokenizer.apply_chat_template(
-        [{"role": "user", "content": "What is the capital of France?"}], add_generation_prompt=True, tokenize=False
-    ).encode().__len__() * [0])
-    from gnuq_core.lm.prompts import encode_prompt, format_prompt
-
-    q.prompt_ids = encode_prompt(sub.tokenizer, format_prompt(sub.tokenizer, q.text, "chat"), "chat")
-    bench.prepare_question(sub, q, tiny_config)
-    assert len(q.answer_ids) >= 1 and len(q.sample_texts) == 3
-    assert len(q.p_true_ids) > len(q.p_true_1pass_ids)  # the candidates are in the reference prompt
-    passes = bench.make_passes(sub, q, tiny_config, bench._clusterer(tiny_config)[0])
-    for name, fn in passes.items():
-        fn(0)
-    assert 0.0 < passes["p_true"](0) < 1.0
-
-
-def test_naive_grad_sq_matches_engine_fast_path() -> None:
-    from gnuq_core.lm.gradient import forward_backward
-
-    sub = bench.load_subject("random:tiny", dtype="float64")
-    p, a = [5, 6, 7, 8, 9], [10, 11, 12]
-    fast = forward_backward(sub.model, p, a).grad_sq
-    assert bench.naive_grad_sq(sub.model, p, a) == pytest.approx(fast, rel=1e-9)
-    assert all(x.grad is None for x in sub.model.parameters())
-
-
-def test_memory_profile_in_subprocess(tiny_config: bench.BenchConfig) -> None:
-    import dataclasses
-
-    cfg = dataclasses.replace(tiny_config, memory=True, memory_repeats=1)
-    sub = bench.load_subject("random:tiny")
-    q = bench.build_questions(sub, cfg)[0]
-    bench.prepare_question(sub, q, cfg)
-    mem = bench.memory_profile(sub, q, cfg)
-    assert set(bench.MEMORY_PASSES) <= set(mem["peak_bytes"])
-    assert all(v >= 0 for v in mem["peak_bytes"].values())
-    assert np.isfinite(mem["gradnorm_over_gradient"]) and mem["exact_cpu_memory"] in (True, False)
+def test_c8_from_a_run(results: dict) -> None:
+    m = c8_measurement(results)
+    assert m.ci[0] <= m.value <= m.ci[1] and claims.judge(m) in claims.VERDICTS
+    assert set(m.details) == {"random:tiny", "tiny-llama"}
 
 
 def test_cli_tiny_dry_run(tmp_path) -> None:
     out = tmp_path / "r.json"
-    args = ["--tiny", "--device", "cpu", "--models", "random:tiny", "--no-memory", "--no-profile",
-            "--ladder", "--clusterer", "exact", "--quiet", "--out", str(out)]
-    assert bench.main(args) == 0
+    args = ["--tiny", "--models", "random:tiny", "--no-memory", "--no-profile", "--ladder", "--clusterer", "exact",
+            "--quiet", "--out", str(out)]
+    assert main(args) == 0
     res = json.loads(out.read_text())
     assert res["config"]["repeats"] == 1 and "random:tiny" in res["models"]
 
 
-def test_unknown_random_architecture() -> None:
-    with pytest.raises(ValueError, match="unknown random architecture"):
-        bench.load_subject("random:nope")
+def test_cli_quick_shrinks_the_run() -> None:
+    from gnuq_core.bench.__main__ import _parser, config_from_args
+
+    cfg = config_from_args(_parser().parse_args(["--quick"]))
+    assert cfg.n_questions == 1 and cfg.repeats == 1 and not cfg.ladder and not cfg.memory
+    assert cfg.throughput and cfg.qa_n_samples == 10 and cfg.qa_max_new_tokens == 32  # study settings kept
+    assert "reference" in cfg.skip

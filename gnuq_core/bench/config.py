@@ -1,0 +1,118 @@
+"""What the efficiency benchmark measures: `BenchConfig` and the targets it judges.
+
+Everything that changes a measured number is a field of `BenchConfig` and is stored in
+the results JSON.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["BenchConfig", "GRAD_GROUPS", "TARGET_GRAD_OVER_FORWARD", "TARGET_MEMORY_FRACTION", "PAPER_SPEEDUP",
+           "SCHEMA", "PASS_NAMES"]
+
+SCHEMA = 2
+GRAD_GROUPS = ("no_embeddings", "last_block", "lm_head")
+TARGET_GRAD_OVER_FORWARD = 2.3  # issue 14: exact ghost norms; the ordinary backward floor is about 3
+TARGET_MEMORY_FRACTION = 0.5
+PAPER_SPEEDUP = (46.0, 107.0)
+# Every timed pass (see gnuq_core.bench.passes); ``decode`` only where the engine has it.
+PASS_NAMES = ("generate", "forward", "gradient", *(f"gradient_{g}" for g in GRAD_GROUPS), "reference", "sample",
+              "decode", "cluster", "p_true", "p_true_reference")
+
+
+@dataclass
+class BenchConfig:
+    """Everything that changes what the benchmark measures (stored in the JSON).
+
+    Attributes
+    ----------
+    models : list[str]
+        Model specs (see `gnuq_core.bench.subjects.load_subject`).
+    datasets : list[str]
+        QA datasets for text models (synthetic models get synthetic questions).
+    n_questions : int
+        Questions per dataset (a fixed, seeded choice).
+    repeats : int
+        Timed repeats of every pass per question (interleaved).
+    n_samples : int
+        N for the sampling baselines in the pass timings.
+    max_new_tokens : int
+        Cap on generated and sampled tokens in the pass timings.
+    temperature : float
+    clusterer : str
+        ``"embedding"`` (MiniLM) or ``"exact"``.
+    synthetic_prompt : tuple[int, int]
+        Prompt-length range of synthetic questions (random models).
+    synthetic_answer : int
+        Answer / sample length cap for random models (they rarely stop by themselves).
+    answer_lengths, prompt_lengths : list[int]
+        Sweeps of cost against length (empty: skip).
+    sweep_repeats : int
+    ladder : list[list[int]]
+        ``[hidden, layers]`` of random Llama models for the size ladder (empty: skip).
+    ladder_repeats : int
+    memory : bool
+        Measure peak memory.
+    memory_repeats : int
+    profile : bool
+        Record a torch.profiler table of one gradient-norm pass per model.
+    skip : list[str]
+        Timed passes to leave out (e.g. ``["reference"]`` to save time; the estimator, the
+        floor and the baselines cannot be skipped).
+    throughput : bool
+        Measure records per hour of the whole QA pipeline (text models only).
+    throughput_questions : int
+        Questions per dataset for records/hour (0: ``n_questions``); the same questions for
+        every layout.
+    layouts : list[list[int]]
+        ``[processes, threads]`` per records/hour layout; the processes score disjoint
+        questions at the same time.
+    qa_n_samples, qa_max_new_tokens : int
+        N and the token cap of the records/hour runs (the QA study's full profile: 10, 32;
+        temperature, P(True) and clustering as in the study).
+    device : str
+    dtype : str
+    threads : int or None
+        ``torch.set_num_threads`` during the pass timings (None: torch's default).
+    seed : int
+    """
+
+    models: list[str] = field(default_factory=lambda: ["smollm2-135m-instruct", "gemma3-270m"])
+    datasets: list[str] = field(default_factory=lambda: ["truthfulqa", "triviaqa"])
+    n_questions: int = 5
+    repeats: int = 3
+    n_samples: int = 10
+    max_new_tokens: int = 32
+    temperature: float = 1.0
+    clusterer: str = "embedding"
+    synthetic_prompt: tuple[int, int] = (40, 130)
+    synthetic_answer: int = 12
+    answer_lengths: list[int] = field(default_factory=lambda: [4, 8, 16, 32, 64])
+    prompt_lengths: list[int] = field(default_factory=lambda: [32, 64, 128, 256, 512])
+    sweep_repeats: int = 3
+    ladder: list[list[int]] = field(default_factory=lambda: [[64, 2], [128, 4], [256, 8], [384, 12]])
+    ladder_repeats: int = 3
+    memory: bool = True
+    memory_repeats: int = 2
+    profile: bool = True
+    skip: list[str] = field(default_factory=list)
+    throughput: bool = True
+    throughput_questions: int = 0
+    layouts: list[list[int]] = field(default_factory=lambda: [[1, 2], [2, 1]])
+    qa_n_samples: int = 10
+    qa_max_new_tokens: int = 32
+    device: str = "cpu"
+    dtype: str = "float32"
+    threads: int | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for p, t in self.layouts:
+            if int(p) < 1 or int(t) < 1:
+                raise ValueError(f"layout {[p, t]}: processes and threads must be >= 1 (e.g. [[1, 2], [2, 1]])")
+        unknown = sorted(set(self.skip) - set(PASS_NAMES))
+        if unknown:
+            raise ValueError(f"skip={unknown}: no such timed pass; the passes are {', '.join(PASS_NAMES)}")
+        if self.n_questions < 1:
+            raise ValueError(f"n_questions={self.n_questions}: time at least one question per dataset")

@@ -1,0 +1,243 @@
+"""The timed passes: each one is a call of an engine function of `gnuq_core.lm` or `gnuq_core.qa`.
+
+The benchmark never re-implements a pass; a `Pass` names the engine function and the
+arguments it is called with, so that what is timed is what the QA study runs.
+
+==========================  =========================================================================
+pass                        engine function
+==========================  =========================================================================
+``generate``                `gnuq_core.lm.decoding.generate`: the greedy answer (KV cache)
+``forward``                 `gnuq_core.lm.gradient.answer_log_probs`: one no-grad forward over
+                            prompt + answer, LM head at the answer positions only (the floor unit)
+``gradient``                `gnuq_core.lm.gradient.forward_backward`: log p and ‖∇θ log p‖² over
+                            all parameters
+``gradient_<group>``        the same over fewer parameters (``no_embeddings``, ``last_block``,
+                            ``lm_head``)
+``reference``               `gnuq_core.lm.gradient._reference_pass`: the deliberately plain path
+                            (full-vocabulary logits at every position, an ordinary backward
+                            into every parameter's gradient) that the engine avoids
+``sample``                  `gnuq_core.lm.decoding.sample_answers`: N temperature samples
+``decode``                  `gnuq_core.lm.decoding.decode` where the engine has it: the greedy
+                            answer and N samples from one prefill
+``cluster``                 `gnuq_core.lm.clustering`: meaning clusters of the N samples
+``p_true``                  `gnuq_core.lm.baselines.p_true`: zero-shot P(True), one forward (as the
+                            QA engine runs it)
+``p_true_reference``        `gnuq_core.lm.baselines.p_true` on the question with the N samples as
+                            brainstormed candidates (the reference implementation's prompt)
+==========================  =========================================================================
+
+Synthetic-question models (no text tokenizer) time the two P(True) passes as
+`gnuq_core.lm.gradient.answer_log_probs` over random ids as long as the P(True) prompt,
+with a one-token answer: the same single forward with the head at one position.
+
+`time_questions` runs every pass ``repeats`` times per question, in a fresh random order
+each repeat, so that drift in machine load hits every pass alike.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import tempfile
+from dataclasses import dataclass, field
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gnuq_core.bench import clock
+from gnuq_core.bench.config import GRAD_GROUPS, BenchConfig
+from gnuq_core.bench.questions import Question, limits, prepare_question
+from gnuq_core.bench.subjects import Subject
+
+__all__ = ["Pass", "make_passes", "time_questions", "clusterer_for", "REQUIRED", "ENGINE_PASSES"]
+
+# Passes that cannot be skipped: the estimator, the floor and the baselines.
+REQUIRED = ("generate", "forward", "gradient", "sample", "cluster", "p_true")
+# The QA engine's timing keys (`gnuq_core.qa.engine.evaluate_question`, the registry's
+# ``Score.passes``) -> the pass here that runs the same engine function.
+ENGINE_PASSES = {"generate": "generate", "gradient": "gradient", "p_true": "p_true", "sample": "sample",
+                 "cluster": "cluster", "group_gradient": "gradient"}
+
+
+@dataclass(frozen=True)
+class Pass:
+    """One timed call of an engine function: ``func(*args, **kwargs)``.
+
+    Attributes
+    ----------
+    name : str
+    func : callable
+        The engine function (its ``__module__`` is in `gnuq_core.lm` or `gnuq_core.qa`).
+    args : tuple
+    kwargs : dict
+    seed_kw : str or None
+        Keyword that takes a seed: repeat ``r`` adds ``1000 * r`` to it (fresh samples).
+    """
+
+    name: str
+    func: Callable[..., Any]
+    args: tuple = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    seed_kw: str | None = None
+
+    def __call__(self, rep: int = 0) -> Any:
+        kw = dict(self.kwargs)
+        if self.seed_kw is not None:
+            kw[self.seed_kw] = kw.get(self.seed_kw, 0) + 1000 * rep
+        return self.func(*self.args, **kw)
+
+    @property
+    def function(self) -> str:
+        """Dotted name of the engine function (``module.qualname``)."""
+        f = self.func
+        name = getattr(f, "__qualname__", None) or type(f).__qualname__
+        return f"{self.module}.{name}"
+
+    @property
+    def module(self) -> str:
+        """Module of the engine function (of the class, for a callable object such as a clusterer)."""
+        f = self.func
+        return getattr(f, "__module__", None) or type(f).__module__
+
+
+def clusterer_for(name: str, threshold: float = 0.85) -> tuple[Any, str]:
+    """The engine's clusterer ``name`` (`gnuq_core.lm.clustering.get_clusterer`) and what it is.
+
+    Where the MiniLM package is missing, the embedding clusterer runs on a randomly
+    initialised encoder of MiniLM's architecture and size (same cost, meaningless
+    clusters), so that timings can still be taken.
+    """
+    from gnuq_core.lm.clustering import EmbeddingClusterer, get_clusterer, minilm_dir
+
+    if name != "embedding":
+        return get_clusterer(name, threshold), name
+    try:
+        minilm_dir()
+        return get_clusterer(name, threshold), "minilm"
+    except (ModuleNotFoundError, FileNotFoundError):
+        return EmbeddingClusterer(threshold, model_dir=_random_minilm_dir()), "minilm-architecture, random weights"
+
+
+@functools.cache
+def _random_minilm_dir() -> str:
+    """A folder with a randomly initialised BERT of all-MiniLM-L6-v2's size and a word-level
+    tokenizer (built once per process)."""
+    import torch
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    folder = Path(tempfile.mkdtemp(prefix="gnuq-minilm-"))
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(30517)]
+    (folder / "vocab.txt").write_text("\n".join(words) + "\n")
+    BertTokenizerFast(vocab_file=str(folder / "vocab.txt")).save_pretrained(folder)
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=len(words), hidden_size=384, num_hidden_layers=6, num_attention_heads=12,
+                         intermediate_size=1536)).save_pretrained(folder)
+    return str(folder)
+
+
+def _decode_pass(subject: Subject, q: Question, config: BenchConfig, cap: int, nl: bool) -> Pass | None:
+    """The one-prefill greedy + samples pass, if `gnuq_core.lm.decoding` has ``decode``."""
+    from gnuq_core.lm import decoding
+
+    fn = getattr(decoding, "decode", None)
+    if fn is None:
+        return None
+    params = inspect.signature(fn).parameters
+    kw: dict[str, Any] = {"max_new_tokens": cap, "stop_at_newline": nl, "temperature": config.temperature,
+                          "seed": config.seed}
+    n_key = next((k for k in ("n_samples", "n") if k in params), None)
+    if n_key is None or not all(k in params for k in kw):
+        return None
+    kw[n_key] = config.n_samples
+    return Pass("decode", fn, (subject.model, subject.tokenizer, q.prompt_ids), kw, seed_kw="seed")
+
+
+def make_passes(subject: Subject, q: Question, config: BenchConfig, clusterer: Any = None,
+                include: tuple[str, ...] | None = None) -> dict[str, Pass]:
+    """The timed passes of one prepared question, ``{name: Pass}`` (see the module docstring).
+
+    Every pass is self-contained (its inputs were prepared beforehand), so the passes can
+    run in any order.
+    """
+    from gnuq_core.lm import gradient
+    from gnuq_core.lm.baselines import p_true
+    from gnuq_core.lm.decoding import generate, sample_answers
+
+    m, tok = subject.model, subject.tokenizer
+    cap, nl = limits(subject, config)
+    pa = (m, q.prompt_ids, q.answer_ids)
+    passes = [
+        Pass("generate", generate, (m, tok, q.prompt_ids), {"max_new_tokens": cap, "stop_at_newline": nl}),
+        Pass("forward", gradient.answer_log_probs, pa),
+        Pass("gradient", gradient.forward_backward, pa),
+        *(Pass(f"gradient_{g}", gradient.forward_backward, pa, {"groups": g}) for g in GRAD_GROUPS),
+        Pass("reference", gradient._reference_pass, pa, {"groups": None, "per_group": False}),
+        Pass("sample", sample_answers, (m, tok, q.prompt_ids, config.n_samples),
+             {"temperature": config.temperature, "max_new_tokens": cap, "stop_at_newline": nl, "seed": config.seed},
+             seed_kw="seed"),
+    ]
+    dec = _decode_pass(subject, q, config, cap, nl)
+    if dec is not None:
+        passes.append(dec)
+    if subject.synthetic:
+        passes += [Pass("p_true", gradient.answer_log_probs, (m, q.p_true_1pass_ids[:-1], q.p_true_1pass_ids[-1:])),
+                   Pass("p_true_reference", gradient.answer_log_probs, (m, q.p_true_ids[:-1], q.p_true_ids[-1:]))]
+    else:
+        answer = q.answer or "(empty)"
+        passes += [Pass("p_true", p_true, (m, tok, q.text, answer), {"style": subject.style}),
+                   Pass("p_true_reference", p_true, (m, tok, q.p_true_question, answer), {"style": subject.style})]
+    if clusterer is not None:
+        passes.append(Pass("cluster", clusterer, (list(q.sample_texts),)))
+    out = {p.name: p for p in passes}
+    if include is not None:
+        out = {k: v for k, v in out.items() if k in include}
+    return out
+
+
+def time_questions(subject: Subject, questions: list[Question], config: BenchConfig, clusterer: Any = None,
+                   progress: bool = True) -> list[dict[str, Any]]:
+    """Time every pass ``config.repeats`` times per question, in a fresh random order each
+    repeat; the first question's passes run once untimed first (warm-up).
+
+    Returns one record per question: ``times`` and ``cpu_times`` (``{pass: [seconds per
+    repeat]}``, wall and process CPU), the gradient pass split into forward / backward /
+    post (`clock.BackwardSplit`), and the lengths involved.
+    """
+    from tqdm.auto import tqdm
+
+    rng = np.random.default_rng(config.seed)
+    drop = set(config.skip) - set(REQUIRED)
+    out = []
+    warmed = False
+    for q in tqdm(questions, desc=f"{subject.spec} timing", disable=not progress):
+        prepare_question(subject, q, config)
+        passes = {k: v for k, v in make_passes(subject, q, config, clusterer).items() if k not in drop}
+        if not warmed:
+            for p in passes.values():
+                p(0)
+            warmed = True
+        times: dict[str, list[float]] = {k: [] for k in passes}
+        cpu_times: dict[str, list[float]] = {k: [] for k in passes}
+        split: dict[str, list[float]] = {"forward": [], "backward": [], "post": []}
+        sample_tokens: list[list[int]] = []
+        for rep in range(config.repeats):
+            for name in rng.permutation(list(passes)):
+                run = passes[name]
+                if name == "gradient":
+                    with clock.BackwardSplit(subject.device) as s:
+                        _, sec, cpu = clock.timed_cpu(functools.partial(run, rep), subject.device)
+                    for k, v in s.parts.items():
+                        split[k].append(v)
+                else:
+                    res, sec, cpu = clock.timed_cpu(functools.partial(run, rep), subject.device)
+                    if name == "sample":
+                        sample_tokens.append([len(s_.answer_ids) for s_ in res])
+                times[name].append(sec)
+                cpu_times[name].append(cpu)
+        out.append({"id": q.id, "dataset": q.dataset, "prompt_tokens": len(q.prompt_ids),
+                    "answer_tokens": len(q.answer_ids), "answer": q.answer, "sample_tokens": q.sample_tokens,
+                    "sample_tokens_timed": sample_tokens, "times": times, "cpu_times": cpu_times,
+                    "gradient_split": split, "functions": {k: p.function for k, p in passes.items()}})
+    return out

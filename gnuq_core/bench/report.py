@@ -1,0 +1,180 @@
+"""The benchmark's tables: rows (lists of dicts, for the chapter's DataFrames) and plain text.
+
+Every row builder reads a results dict of `gnuq_core.bench.run.run`; `format_table` prints
+them all (``make bench``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from gnuq_core.bench.summary import TARGET_CAMPAIGN_HOURS, method_costs
+
+__all__ = ["pass_rows", "cost_rows", "floor_rows", "speedup_rows", "throughput_rows", "campaign_rows",
+           "memory_rows", "format_table", "SHARE_PASSES"]
+
+SHARE_PASSES = ("generate", "sample", "gradient", "p_true", "cluster")
+
+
+def _f(x: Any, fmt: str = ".3g", unit: str = "") -> str:
+    if x is None or not np.isfinite(x):
+        return "n/a"
+    return f"{x:{fmt}}{unit}"
+
+
+def pass_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per model and timed pass: the engine function and its median seconds (IQR) over rounds."""
+    rows = []
+    for spec, e in res["models"].items():
+        funcs = e["questions"][0].get("functions", {}) if e["questions"] else {}
+        for p, c in e["summary"]["passes"].items():
+            rows.append({"model": spec, "pass": p, "engine function": funcs.get(p, ""), "median (s)": c["median"],
+                         "q25 (s)": c["q25"], "q75 (s)": c["q75"]})
+    return rows
+
+
+def cost_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per model: the estimator's and each baseline's cost (generation left out)."""
+    labels = {k: m["label"] for k, m in method_costs().items()}
+    labels["estimator"] = "forward-backward: the estimator (epistemic, aleatoric, combined)"
+    rows = []
+    for spec, e in res["models"].items():
+        for k, c in e["summary"]["costs"].items():
+            rows.append({"model": spec, "method": labels.get(k, k), "median (s)": c["median"], "q25 (s)": c["q25"],
+                         "q75 (s)": c["q75"]})
+    return rows
+
+
+def floor_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per model: gradient pass ÷ one no-grad forward (wall and CPU clock), target, split."""
+    rows = []
+    for spec, e in res["models"].items():
+        r = e["summary"]["ratios"].get("gradient_over_forward")
+        if not r:
+            continue
+        rc = e["summary_cpu"]["ratios"]["gradient_over_forward"]
+        sp = e["summary"]["gradient_split"]
+        t = res.get("targets", {}).get(spec, {}).get("gradient_over_forward", {})
+        rows.append({"model": spec, "gradient ÷ forward": r["median"], "95% CI": f"[{r['ci'][0]:.2f}, {r['ci'][1]:.2f}]",
+                     "rounds": r["n"], "CPU-time ratio": rc["median"], "target ≤": t.get("threshold"),
+                     "verdict": ("met" if t.get("met") else "missed") if t else "",
+                     "forward part (s)": sp["forward"]["median"], "backward part (s)": sp["backward"]["median"],
+                     "post part (s)": sp["post"]["median"]})
+    return rows
+
+
+def speedup_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per model and baseline: baseline cost ÷ estimator cost, paired per round."""
+    labels = {k: m["label"] for k, m in method_costs().items()}
+    rows = []
+    for spec, e in res["models"].items():
+        for k, r in e["summary"]["speedup"].items():
+            rows.append({"model": spec, "baseline": labels.get(k, k), "speed-up": r["median"],
+                         "95% CI": f"[{r['ci'][0]:.2f}, {r['ci'][1]:.2f}]", "rounds": r["n"],
+                         "with generation": r["with_generation"]["median"],
+                         "CPU-time speed-up": e["summary_cpu"]["speedup"].get(k, {}).get("median", np.nan)})
+    return rows
+
+
+def throughput_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per model and layout: records per hour of the whole QA pipeline, the share of each
+    pass, and the estimated hours of that model's full study."""
+    rows = []
+    for spec, e in res["models"].items():
+        for lay in e.get("throughput", {}).get("layouts", {}).values():
+            row = {"model": spec, "layout": f"{lay['processes']} process(es) × {lay['threads']} thread(s)",
+                   "records": lay["records"], "wall (s)": lay["wall_seconds"],
+                   "records / hour": lay["records_per_hour"], "s / record": lay["seconds_per_record"],
+                   "median record (s)": lay["record_seconds"]["median"]}
+            sh = lay["shares"]
+            for p in (*SHARE_PASSES, *sorted(set(sh) - set(SHARE_PASSES) - {"other"}), "other"):
+                if p in sh:
+                    row[f"{p} share"] = sh[p]
+            row["study (h)"] = lay.get("study_seconds", float("nan")) / 3600.0
+            rows.append(row)
+    return rows
+
+
+def campaign_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per layout: the estimated wall time of the full study (every model) on this machine."""
+    camp = res.get("campaign", {})
+    return [{"layout": k, "records": v["records"], "hours": v["hours"],
+             **{f"{s} (h)": h for s, h in v["per_model_hours"].items()}} for k, v in camp.get("layouts", {}).items()]
+
+
+def memory_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per model: peak extra memory of each pass (MB) and the gradient pass's ratios."""
+    rows = []
+    for spec, e in res["models"].items():
+        mem = e.get("memory")
+        if not mem:
+            continue
+        row = {"model": spec, "fp32 gradient (MB)": mem["gradient_bytes"] / 1e6}
+        row.update({f"{k} (MB)": v / 1e6 for k, v in mem["peak_bytes"].items()})
+        row["gradient ÷ one gradient"] = mem["gradient_over_gradient"]
+        row["gradient ÷ no-grad forward"] = mem["gradient_over_forward"]
+        rows.append(row)
+    return rows
+
+
+def _text_table(rows: list[dict[str, Any]], indent: str = "  ") -> list[str]:
+    if not rows:
+        return []
+    cols = list(dict.fromkeys(k for r in rows for k in r))
+
+    def cell(v: Any) -> str:
+        if isinstance(v, float):
+            return _f(v, ".3g")
+        return "" if v is None else str(v)
+
+    cells = [[cell(r.get(c)) for c in cols] for r in rows]
+    w = [max(len(c), *(len(x[i]) for x in cells)) for i, c in enumerate(cols)]
+    out = [indent + "  ".join(c.ljust(w[i]) for i, c in enumerate(cols))]
+    out += [indent + "  ".join(x[i].ljust(w[i]) for i in range(len(cols))) for x in cells]
+    return out
+
+
+def format_table(res: dict[str, Any]) -> str:
+    """Everything as plain text: passes, costs, ratios, speed-ups, records per hour, the
+    full-study estimate, memory and the targets."""
+    cfg = res["config"]
+    mach = res.get("machine", {})
+    load = (mach.get("load_average") or [float("nan")])[0]
+    head = (f"gnuq efficiency benchmark: {', '.join(res['models'])} on {cfg['device']} "
+            f"({mach.get('cores', '?')} cores, load average {_f(load, '.1f')} at the start)")
+    lines = [head]
+    for title, rows in (("Timed passes (engine functions), seconds per round", pass_rows(res)),
+                        ("Method costs without the shared generation, seconds", cost_rows(res)),
+                        ("Gradient pass ÷ one no-grad forward (answer-position head)", floor_rows(res)),
+                        ("Speed-up of the estimator over each baseline", speedup_rows(res)),
+                        (("Records per hour of the whole QA pipeline (N = "
+                          f"{cfg.get('qa_n_samples')}, cap {cfg.get('qa_max_new_tokens')} tokens, T = "
+                          f"{cfg.get('temperature')}, P(True), clustering)"), throughput_rows(res)),
+                        ("Peak extra memory", memory_rows(res))):
+        if rows:
+            lines += ["", f"== {title}", *_text_table(rows)]
+    camp = res.get("campaign", {})
+    if camp.get("layouts"):
+        sizes = camp.get("study_sizes", {})
+        title = (f"== Estimated wall time of the full study ({' + '.join(f'{n} {d}' for d, n in sizes.items())}"
+                 " questions per model) on this machine")
+        lines += ["", title, *_text_table(campaign_rows(res))]
+        best = camp["best"]
+        lines.append(f"  fastest layout {best['layout']}: {best['hours']:.1f} h for {best['records']} records "
+                     f"(target <= {TARGET_CAMPAIGN_HOURS:g} h)")
+    for row in res.get("ladder", []):
+        lines.append(f"  ladder {row['hidden']}x{row['layers']} ({row['params'] / 1e6:.1f}M): forward "
+                     f"{row['forward']:.4f} s, gradient {row['gradient']:.4f} s, ratio {row['ratio']:.2f}")
+    tg = res.get("targets", {})
+    if tg:
+        lines += ["", "== Targets"]
+        for spec, ts in tg.items():
+            items = ts.items() if spec != "campaign" else [("campaign_hours", ts)]
+            for k, t in items:
+                verdict = ("met" if t["met"] else "MISSED") if "met" in t else (
+                    "within paper range" if t["within_paper_range"] else "below paper range")
+                lines.append(f"  {spec} {k}: {_f(t['value'])} -> {verdict}")
+    lines.append(f"wall time {_f(res.get('wall_seconds', float('nan')), '.0f')} s")
+    return "\n".join(lines)

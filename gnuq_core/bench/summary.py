@@ -1,0 +1,271 @@
+"""From timings to numbers: medians, paired ratios with intervals, method costs, C8, targets.
+
+Units. Every pass of a question runs once per repeat, all passes of a repeat in one
+shuffled round; a *unit* is one (question, repeat) round. Ratios are paired within a unit
+(numerator and denominator timed side by side), summarised per model by their median with
+a percentile-bootstrap 95% interval that resamples *questions* (with all their repeats:
+repeats of one question are not independent); with a single question it resamples the
+repeats.
+
+Method costs come from the score registry `gnuq_core.qa.scores`: each registered score
+names the engine passes it needs (`Score.passes`), so its cost is the sum of those passes
+(`gnuq_core.bench.passes.ENGINE_PASSES` maps the engine's pass names to the timed passes).
+The greedy generation is shared by every method and left out (``with_generation`` puts it
+back). Scores with the same passes cost the same and share a row. One cost is not a
+registered score: P(True) as its reference implementation runs it (the N samples shown as
+brainstormed candidates), ``sample+p_true_reference``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from gnuq_core.bench.config import GRAD_GROUPS, PAPER_SPEEDUP, TARGET_GRAD_OVER_FORWARD, TARGET_MEMORY_FRACTION
+from gnuq_core.bench.passes import ENGINE_PASSES
+
+__all__ = ["summary", "bootstrap_ci", "ratio_summary", "units", "estimator_passes", "method_costs",
+           "summarize_model", "c8_measurement", "targets", "PASS_LABELS", "TARGET_SECONDS_PER_RECORD",
+           "TARGET_CAMPAIGN_HOURS"]
+
+PASS_LABELS = {"sample": "N samples", "cluster": "clustering", "p_true": "P(True) forward",
+               "p_true_reference": "P(True) forward with N candidates", "gradient": "forward-backward"}
+ESTIMATOR = "epistemic"
+REFERENCE_P_TRUE = ("sample", "p_true_reference")
+TARGET_SECONDS_PER_RECORD = 5.0  # issue 14: whole record per model, this 2-core machine
+TARGET_CAMPAIGN_HOURS = 10.0
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+def summary(values: Sequence[float]) -> dict[str, float]:
+    """``{"median", "q25", "q75", "mean", "n"}`` of finite ``values`` (NaN when empty)."""
+    a = np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=float)
+    if a.size == 0:
+        return {"median": float("nan"), "q25": float("nan"), "q75": float("nan"), "mean": float("nan"), "n": 0}
+    q25, med, q75 = np.percentile(a, [25, 50, 75])
+    return {"median": float(med), "q25": float(q25), "q75": float(q75), "mean": float(a.mean()), "n": int(a.size)}
+
+
+def bootstrap_ci(values: Sequence[float], stat: Callable[[np.ndarray], float] = np.median, *,
+                 clusters: Sequence[Any] | None = None, n_boot: int = 2000, level: float = 0.95,
+                 seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of ``stat`` of ``values``.
+
+    With ``clusters`` (e.g. the question of each value) whole clusters are resampled, so
+    values of one cluster are not counted as independent; with fewer than two clusters
+    the values are resampled. One value: that value; none: ``(nan, nan)``.
+    """
+    v = np.asarray(values, dtype=float)
+    c = np.asarray(clusters if clusters is not None else np.arange(v.size))
+    if c.shape != v.shape:
+        raise ValueError(f"{v.size} values but {c.size} cluster labels: give one label per value")
+    ok = np.isfinite(v)
+    v, c = v[ok], c[ok]
+    if v.size == 0:
+        return float("nan"), float("nan")
+    if v.size == 1:
+        return float(v[0]), float(v[0])
+    labels = np.unique(c)
+    rng = np.random.default_rng(seed)
+    if labels.size < 2:
+        boots = np.array([stat(v[i]) for i in rng.integers(0, v.size, size=(n_boot, v.size))])
+    else:
+        members = [v[c == lab] for lab in labels]
+        boots = np.array([stat(np.concatenate([members[j] for j in rng.integers(0, labels.size, labels.size)]))
+                          for _ in range(n_boot)])
+    lo, hi = np.percentile(boots, [(1 - level) / 2 * 100, (1 + level) / 2 * 100])
+    return float(lo), float(hi)
+
+
+def ratio_summary(numerator: Sequence[float], denominator: Sequence[float], *, clusters: Sequence[Any] | None = None,
+                  n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
+    """Paired ratios ``numerator[i] / denominator[i]``: median, IQR, bootstrap 95% CI of the
+    median (resampling ``clusters`` when given), the ratio of the medians, and the values."""
+    num = np.asarray(numerator, dtype=float)
+    den = np.asarray(denominator, dtype=float)
+    if num.shape != den.shape:
+        raise ValueError(f"{num.size} numerators but {den.size} denominators: ratios must be paired")
+    cl = np.asarray(clusters if clusters is not None else np.arange(num.size))
+    ok = np.isfinite(num) & np.isfinite(den) & (den > 0)
+    r = num[ok] / den[ok]
+    lo, hi = bootstrap_ci(r, clusters=cl[ok], n_boot=n_boot, seed=seed)
+    med_num = float(np.median(num[ok])) if ok.any() else float("nan")
+    med_den = float(np.median(den[ok])) if ok.any() else float("nan")
+    return {**summary(r), "ci": [lo, hi], "ratio_of_medians": med_num / med_den if med_den else float("nan"),
+            "values": r.tolist(), "questions": int(np.unique(cl[ok]).size)}
+
+
+# --------------------------------------------------------------------------- costs
+
+
+def units(records: Sequence[dict[str, Any]], clock: str = "wall") -> list[tuple[int, dict[str, float]]]:
+    """``(question index, {pass: seconds})`` per (question, repeat) round, on the ``"wall"``
+    or ``"cpu"`` clock."""
+    key = "times" if clock == "wall" else "cpu_times"
+    out = []
+    for qi, rec in enumerate(records):
+        times = {k: v for k, v in rec[key].items() if v}
+        n = min((len(v) for v in times.values()), default=0)
+        out += [(qi, {k: float(v[r]) for k, v in times.items()}) for r in range(n)]
+    return out
+
+
+def _bench_passes(engine_passes: Sequence[str]) -> tuple[str, ...]:
+    """The timed passes behind a score's engine passes, without the shared generation."""
+    return tuple(dict.fromkeys(ENGINE_PASSES.get(p, p) for p in engine_passes if p != "generate"))
+
+
+def estimator_passes() -> tuple[str, ...]:
+    """The timed passes of the paper's estimator (registry score ``epistemic``)."""
+    from gnuq_core.qa.scores import get
+
+    return _bench_passes(get(ESTIMATOR).passes)
+
+
+def method_costs() -> dict[str, dict[str, Any]]:
+    """The baselines' costs, from the registry: ``{key: {"passes", "scores", "sampling", "label"}}``.
+
+    One entry per distinct set of passes among the registered baselines that need more
+    than the estimator's passes (those that need no more cost the same), plus P(True) with
+    the reference implementation's prompt. The key joins the passes with ``+``.
+    """
+    from gnuq_core.qa.scores import SCORES
+
+    est = set(estimator_passes())
+    out: dict[str, dict[str, Any]] = {}
+    for s in SCORES.values():
+        if s.kind != "baseline":
+            continue
+        passes = _bench_passes(s.passes)
+        if set(passes) <= est:
+            continue
+        out.setdefault("+".join(passes), {"passes": passes, "scores": []})["scores"].append(s.name)
+    out["+".join(REFERENCE_P_TRUE)] = {"passes": REFERENCE_P_TRUE, "scores": ["p_true (reference prompt)"]}
+    for v in out.values():
+        v["sampling"] = "sample" in v["passes"]
+        v["label"] = " + ".join(PASS_LABELS.get(p, p) for p in v["passes"]) + ": " + ", ".join(v["scores"])
+    return out
+
+
+def _cost(unit: dict[str, float], passes: Sequence[str]) -> float:
+    return float(sum(unit[p] for p in passes)) if all(p in unit for p in passes) else float("nan")
+
+
+# --------------------------------------------------------------------------- per model
+
+
+def summarize_model(records: Sequence[dict[str, Any]], seed: int = 0, clock: str = "wall") -> dict[str, Any]:
+    """Per-pass medians, method costs, paired ratios and speed-ups of one model.
+
+    Returns ``{"passes", "costs", "ratios", "speedup", "gradient_split",
+    "fastest_sampling_baseline", "units"}`` (see the module docstring for units and
+    intervals).
+    """
+    us = units(records, clock)
+    cl = [q for q, _ in us]
+    names = sorted({k for _, u in us for k in u})
+    passes = {p: summary([u.get(p, float("nan")) for _, u in us]) for p in names}
+    est = estimator_passes()
+    grad = [_cost(u, est) for _, u in us]
+    gen = [u.get("generate", float("nan")) for _, u in us]
+
+    def ratio(num: list[float], den: list[float]) -> dict[str, Any]:
+        return ratio_summary(num, den, clusters=cl, seed=seed)
+
+    ratios: dict[str, Any] = {}
+    if "forward" in names:
+        fwd = [u["forward"] for _, u in us]
+        ratios["gradient_over_forward"] = ratio(grad, fwd)
+        for g in GRAD_GROUPS:
+            if f"gradient_{g}" in names:
+                ratios[f"gradient_{g}_over_forward"] = ratio([u[f"gradient_{g}"] for _, u in us], fwd)
+    if "reference" in names:
+        ratios["reference_over_gradient"] = ratio([u["reference"] for _, u in us], grad)
+    if "decode" in names and "sample" in names:
+        ratios["decode_over_generate_plus_sample"] = ratio([u["decode"] for _, u in us],
+                                                           [u["generate"] + u["sample"] for _, u in us])
+    costs = {"estimator": summary(grad)}
+    speedup: dict[str, Any] = {}
+    for key, m in method_costs().items():
+        c = [_cost(u, m["passes"]) for _, u in us]
+        if not np.isfinite(c).any():
+            continue
+        costs[key] = summary(c)
+        speedup[key] = {**ratio(c, grad), "with_generation": ratio([a + b for a, b in zip(c, gen)],
+                                                                   [a + b for a, b in zip(grad, gen)])}
+    sampling = [k for k, m in method_costs().items() if m["sampling"] and k in costs]
+    fastest = min(sampling, key=lambda k: costs[k]["median"]) if sampling else None
+    split = {k: summary([float(np.median(r["gradient_split"][k])) for r in records if r["gradient_split"][k]])
+             for k in ("forward", "backward", "post")}
+    return {"passes": passes, "costs": costs, "ratios": ratios, "speedup": speedup, "gradient_split": split,
+            "fastest_sampling_baseline": fastest, "units": len(us), "questions": len(records)}
+
+
+def c8_measurement(res: dict[str, Any], settings: dict[str, Any] | None = None) -> Any:
+    """C8's `gnuq_core.repro.claims.Measurement`: the estimator's speed-up over the fastest
+    sampling baseline.
+
+    Per model: the median over (question, repeat) rounds, with its bootstrap interval over
+    questions. The claim ("46–107× faster") must hold for every model, so the measurement
+    is the model with the smallest median speed-up (its value and interval); every model's
+    numbers are in ``details``.
+    """
+    from gnuq_core.repro.claims import Measurement
+
+    details: dict[str, Any] = {}
+    for spec, e in res["models"].items():
+        s = e["summary"]
+        fb = s["fastest_sampling_baseline"]
+        if not fb:
+            continue
+        sp = s["speedup"]
+        se = next((k for k, m in method_costs().items() if "semantic_entropy" in m["scores"]), None)
+        details[spec] = {"baseline": fb, "median": sp[fb]["median"], "ci": sp[fb]["ci"], "rounds": sp[fb]["n"],
+                         "questions": sp[fb]["questions"],
+                         "semantic_entropy": sp.get(se, {}).get("median"), "p_true": sp.get("p_true", {}).get("median")}
+    if not details:
+        raise ValueError("no model has a sampling baseline timed: C8 needs the 'sample' pass")
+    worst = min(details, key=lambda k: details[k]["median"])
+    value = float(details[worst]["median"])
+    lo, hi = details[worst]["ci"]
+    return Measurement("C8", value, (min(lo, value), max(hi, value)),
+                       settings={"device": res["config"]["device"], "models": list(res["models"]),
+                                 "n_samples": res["config"]["n_samples"], "model_judged": worst, **(settings or {})},
+                       details=details)
+
+
+def targets(res: dict[str, Any]) -> dict[str, Any]:
+    """The targets, per model: measured value, threshold and met/missed."""
+    out: dict[str, Any] = {}
+    for spec, e in res["models"].items():
+        s = e["summary"]
+        t: dict[str, Any] = {}
+        r = s["ratios"].get("gradient_over_forward")
+        if r:
+            t["gradient_over_forward"] = {"value": r["median"], "ci": r["ci"], "threshold": TARGET_GRAD_OVER_FORWARD,
+                                          "met": bool(r["median"] <= TARGET_GRAD_OVER_FORWARD)}
+        if "memory" in e:
+            v = e["memory"]["gradient_over_gradient"]
+            t["extra_memory_over_gradient"] = {"value": v, "threshold": TARGET_MEMORY_FRACTION,
+                                               "met": bool(v <= TARGET_MEMORY_FRACTION)}
+        fb = s["fastest_sampling_baseline"]
+        if fb:
+            sp = s["speedup"][fb]
+            t["speedup_vs_fastest_sampling"] = {"baseline": fb, "value": sp["median"], "ci": sp["ci"],
+                                                "paper": list(PAPER_SPEEDUP),
+                                                "within_paper_range": bool(sp["median"] >= PAPER_SPEEDUP[0])}
+        best = e.get("throughput", {}).get("best")
+        if best:
+            v = best["seconds_per_record"]
+            t["seconds_per_record"] = {"value": v, "layout": best["layout"], "threshold": TARGET_SECONDS_PER_RECORD,
+                                       "met": bool(v <= TARGET_SECONDS_PER_RECORD)}
+        out[spec] = t
+    camp = res.get("campaign", {}).get("best")
+    if camp:
+        out["campaign"] = {"value": camp["hours"], "layout": camp["layout"], "threshold": TARGET_CAMPAIGN_HOURS,
+                           "met": bool(camp["hours"] <= TARGET_CAMPAIGN_HOURS)}
+    return out

@@ -1,0 +1,87 @@
+"""The timed passes (gnuq_core.bench.passes) are the engine's own functions; structure, not speed."""
+
+from __future__ import annotations
+
+import pytest
+
+from gnuq_core.bench.config import BenchConfig
+from gnuq_core.bench.passes import REQUIRED, clusterer_for, make_passes, time_questions
+from gnuq_core.bench.questions import Question, build_questions, prepare_question
+from gnuq_core.bench.subjects import load_subject
+
+ENGINE = ("gnuq_core.lm.", "gnuq_core.qa.")
+
+
+@pytest.fixture(scope="module")
+def config() -> BenchConfig:
+    return BenchConfig(models=["tiny-llama"], datasets=["a"], n_questions=1, repeats=2, n_samples=3,
+                       max_new_tokens=4, clusterer="exact", synthetic_prompt=(10, 14), synthetic_answer=3, threads=1)
+
+
+@pytest.fixture(scope="module")
+def text_question(config: BenchConfig) -> tuple:
+    from gnuq_core.lm.prompts import encode_prompt, format_prompt
+
+    sub = load_subject("tiny-llama")
+    text = "What is the capital of France?"
+    q = Question("q1", "t", text, encode_prompt(sub.tokenizer, format_prompt(sub.tokenizer, text, "chat"), "chat"))
+    return sub, prepare_question(sub, q, config)
+
+
+def test_every_pass_is_an_engine_function(text_question: tuple, config: BenchConfig) -> None:
+    sub, q = text_question
+    passes = make_passes(sub, q, config, clusterer_for("exact")[0])
+    assert set(REQUIRED) <= set(passes)
+    for name, p in passes.items():
+        assert p.module.startswith(ENGINE), f"{name} times {p.function}, not an engine function"
+        assert not p.module.startswith("gnuq_core.bench")
+    assert passes["gradient"].function == "gnuq_core.lm.gradient.forward_backward"
+    assert passes["forward"].function == "gnuq_core.lm.gradient.answer_log_probs"
+    assert passes["reference"].function == "gnuq_core.lm.gradient._reference_pass"
+    assert passes["p_true"].function == "gnuq_core.lm.baselines.p_true"
+
+
+def test_passes_run_and_return_what_the_engine_returns(text_question: tuple, config: BenchConfig) -> None:
+    sub, q = text_question
+    passes = make_passes(sub, q, config, clusterer_for("exact")[0])
+    out = {name: p(0) for name, p in passes.items()}
+    assert 0.0 < out["p_true"]["p_true"] < 1.0 and 0.0 < out["p_true_reference"]["p_true"] < 1.0
+    assert len(out["sample"]) == config.n_samples and len(out["cluster"]) == config.n_samples
+    assert out["gradient"].grad_sq > 0 and len(out["forward"]) == len(q.answer_ids)
+    assert out["generate"].answer_ids == q.answer_ids
+    assert "Brainstormed answers" in q.p_true_question and q.text in q.p_true_question
+    assert out["reference"].grad_sq == pytest.approx(out["gradient"].grad_sq, rel=1e-3)
+
+
+def test_repeats_draw_fresh_samples(text_question: tuple, config: BenchConfig) -> None:
+    sub, q = text_question
+    p = make_passes(sub, q, config, None, include=("sample",))["sample"]
+    assert p.kwargs["seed"] == config.seed
+    draws = [[s.answer_ids for s in p(r)] for r in range(3)]
+    assert draws[0] == [s.answer_ids for s in p(0)]  # seeded
+    assert draws[0] != draws[1] or draws[1] != draws[2]
+
+
+def test_synthetic_model_times_p_true_as_a_forward_of_its_length(config: BenchConfig) -> None:
+    sub = load_subject("random:tiny")
+    q = prepare_question(sub, build_questions(sub, config)[0], config)
+    passes = make_passes(sub, q, config, None)
+    assert passes["p_true"].function == "gnuq_core.lm.gradient.answer_log_probs"
+    assert len(passes["p_true_reference"].args[1]) > len(passes["p_true"].args[1])
+    assert all(p.module.startswith(ENGINE) for p in passes.values())
+
+
+def test_time_questions_interleaves_every_pass(config: BenchConfig) -> None:
+    sub = load_subject("random:tiny")
+    qs = build_questions(sub, config)
+    recs = time_questions(sub, qs, config, clusterer_for("exact")[0], progress=False)
+    assert len(recs) == 1
+    r = recs[0]
+    assert all(len(v) == config.repeats for v in r["times"].values())
+    assert set(r["times"]) == set(r["functions"]) and set(REQUIRED) <= set(r["times"])
+    assert len(r["gradient_split"]["backward"]) == config.repeats
+
+
+def test_unknown_random_architecture() -> None:
+    with pytest.raises(ValueError, match="unknown random architecture"):
+        load_subject("random:nope")

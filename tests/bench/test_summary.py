@@ -1,0 +1,93 @@
+"""Statistics, method costs and claim C8 (gnuq_core.bench.summary) on hand-made timings."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gnuq_core.bench import summary as sm
+from gnuq_core.qa import scores
+from gnuq_core.repro import claims
+
+
+def test_summary_and_bootstrap() -> None:
+    s = sm.summary([1.0, 2.0, 3.0, 4.0, float("nan")])
+    assert s["n"] == 4 and s["median"] == 2.5 and s["q25"] == 1.75 and s["q75"] == 3.25
+    assert np.isnan(sm.summary([])["median"])
+    lo, hi = sm.bootstrap_ci(np.arange(100.0), seed=1)
+    assert lo < 49.5 < hi and hi - lo < 30
+    assert sm.bootstrap_ci([3.0]) == (3.0, 3.0)
+    assert sm.bootstrap_ci([1.0, 2.0, 3.0], seed=5) == sm.bootstrap_ci([1.0, 2.0, 3.0], seed=5)
+
+
+def test_cluster_bootstrap_resamples_whole_questions() -> None:
+    """Three questions, twenty repeats each: the interval over questions spans the questions'
+    values (repeats of one question are not independent evidence)."""
+    v = [1.0] * 20 + [2.0] * 20 + [3.0] * 20
+    cl = [0] * 20 + [1] * 20 + [2] * 20
+    lo, hi = sm.bootstrap_ci(v, clusters=cl, seed=0)
+    assert lo == 1.0 and hi == 3.0
+    lo_iid, hi_iid = sm.bootstrap_ci(v, seed=0)  # as if the 60 values were independent: narrower
+    assert hi_iid - lo_iid < hi - lo
+    with pytest.raises(ValueError, match="cluster labels"):
+        sm.bootstrap_ci([1.0, 2.0], clusters=[0])
+
+
+def test_ratio_summary_is_paired() -> None:
+    r = sm.ratio_summary([2.0, 4.0, 9.0], [1.0, 2.0, 3.0])
+    assert r["values"] == [2.0, 2.0, 3.0]
+    assert r["median"] == 2.0 and r["ci"][0] <= 2.0 <= r["ci"][1]
+    assert r["ratio_of_medians"] == pytest.approx(2.0)
+    with pytest.raises(ValueError, match="paired"):
+        sm.ratio_summary([1.0], [1.0, 2.0])
+    assert sm.ratio_summary([1.0, 5.0], [0.0, 1.0])["values"] == [5.0]  # zero time dropped
+
+
+def test_method_costs_come_from_the_score_registry() -> None:
+    """Every registered baseline that needs a pass beyond the estimator's has a cost row, and
+    every scored name in the rows is registered (no list of methods of the benchmark's own)."""
+    costs = sm.method_costs()
+    named = {n for m in costs.values() for n in m["scores"]} - {"p_true (reference prompt)"}
+    est = set(sm.estimator_passes())
+    expected = {s.name for s in scores.SCORES.values() if s.kind == "baseline"
+                and not {p for p in s.passes if p != "generate"} <= {"gradient"} | est}
+    assert named == expected
+    assert sm.estimator_passes() == ("gradient",)
+    assert costs["sample+cluster"]["sampling"] and not costs["p_true"]["sampling"]
+    assert "semantic_entropy" in costs["sample+cluster"]["scores"]
+
+
+def _record(times: dict[str, list[float]]) -> dict:
+    return {"times": times, "cpu_times": times, "gradient_split": {"forward": [0.1], "backward": [0.2], "post": [0.0]}}
+
+
+def test_summarize_model_pairs_passes_within_a_round() -> None:
+    recs = [_record({"generate": [1.0, 1.0], "forward": [0.1, 0.2], "gradient": [0.3, 0.4], "sample": [3.0, 8.0],
+                     "cluster": [0.3, 0.0], "p_true": [0.1, 0.1], "p_true_reference": [0.2, 0.2]}),
+            _record({"generate": [1.0, 1.0], "forward": [0.1, 0.1], "gradient": [0.2, 0.2], "sample": [2.0, 2.0],
+                     "cluster": [0.0, 0.0], "p_true": [0.1, 0.1], "p_true_reference": [0.2, 0.2]})]
+    s = sm.summarize_model(recs)
+    assert s["units"] == 4 and s["questions"] == 2
+    assert sorted(s["ratios"]["gradient_over_forward"]["values"]) == pytest.approx([2.0, 2.0, 2.0, 3.0])
+    assert sorted(s["speedup"]["sample"]["values"]) == pytest.approx([10.0, 10.0, 10.0, 20.0])
+    assert s["speedup"]["sample+cluster"]["values"][0] == pytest.approx(11.0)
+    assert s["fastest_sampling_baseline"] == "sample"
+    assert s["costs"]["estimator"]["median"] == pytest.approx(0.25)
+    assert "with_generation" in s["speedup"]["p_true"]
+
+
+def test_c8_is_the_least_favourable_model_with_its_own_interval() -> None:
+    def model(factor: float) -> dict:
+        recs = [_record({"generate": [1.0] * 3, "forward": [0.1] * 3, "gradient": [0.1] * 3,
+                         "sample": [factor * (1 + 0.1 * q + 0.01 * r) * 0.1 for r in range(3)],
+                         "cluster": [0.0] * 3, "p_true": [0.1] * 3, "p_true_reference": [0.1] * 3})
+                for q in range(4)]
+        return {"summary": sm.summarize_model(recs)}
+
+    res = {"config": {"device": "cpu", "n_samples": 10}, "models": {"a": model(50.0), "b": model(20.0)}}
+    m = sm.c8_measurement(res)
+    assert m.claim == "C8" and m.settings["model_judged"] == "b"
+    assert m.value == pytest.approx(res["models"]["b"]["summary"]["speedup"]["sample"]["median"])
+    assert m.ci[0] <= m.value <= m.ci[1] and m.details["a"]["median"] > m.value
+    assert m.details["b"]["rounds"] == 12 and m.details["b"]["questions"] == 4
+    assert claims.judge(m) == claims.NOT_REPRODUCED
