@@ -362,15 +362,16 @@ def resolve_source(name: str) -> tuple[str, str | None]:
     if name in ALIASES:
         return "alias", ALIASES[name].prompt_style
     path = Path(name).expanduser()
+    missing = f"file not found: {name}" + ("" if path.is_absolute() else f" (relative to {Path.cwd()})")
     if path.suffix.lower() == ".gguf":
         if path.is_file():
             return "gguf", None
-        raise ModelNotFound(f"file not found: {path}" + ("" if path.is_absolute() else f" (looked in {Path.cwd()})"))
+        raise ModelNotFound(missing)
     if path.is_dir() and (path / "config.json").exists():
         return "folder", None
     looks_like_path = name.startswith((".", "/", "~")) or name.count("/") >= 2  # a hub id is "org/name"
     if looks_like_path and not path.exists():
-        raise ModelNotFound(f"file not found: {path}")
+        raise ModelNotFound(missing)
     if path.is_dir():
         raise ModelNotFound(f"{path} is a folder without config.json: give a saved Hugging Face model folder "
                             "(config.json + weights) or a .gguf file")
