@@ -304,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
         return SIGINT_EXIT
     except (ModelNotFound, PromptError, ConfigMismatch, DataNotFound, FloatingPointError, ValueError, OSError) as err:
         kept = _records_kept(args) if isinstance(err, PromptError) else ""
-        note = f"; {kept} (rerun the same command to resume once that question is fixed or left out)" if kept else ""
+        note = f"; {kept} (rerun the same command to resume)" if kept else ""
         print(f"error: {_cli_message(err)}{note}", file=sys.stderr)
         return 2
 
