@@ -212,3 +212,25 @@ def test_two_qa_runs_on_one_out_and_ctrl_c(folders, tmp_path):
     assert [x["type"] for x in lines].count("header") == 1 and ids == [f"tqa_{i}" for i in range(len(ids))]
     assert main(args + ["--limit", str(len(ids) + 2)]) == 0  # resumes: two new records, no duplicates
     assert [json.loads(x).get("id") for x in out.read_text().splitlines()[1:]] == [f"tqa_{i}" for i in range(len(ids) + 2)]
+
+
+def test_every_rewritten_library_phrase_is_still_what_the_library_says(tmp_path):
+    """`cli._CLI_WORDS` rewrites library advice in CLI words: each phrase must still occur in the
+    library's real message, or the rewrite silently stops working."""
+    from gnuq_core import cli
+    from gnuq_core.lm.anatomy import resolve_groups
+    from gnuq_core.lm.decoding import check_length
+    from gnuq_core.lm.prompts import check_style, encode_answer
+    from gnuq_core.qa.data import find_data_dir
+
+    messages = []
+    for call in (lambda: encode_answer(byte_tokenizer(), " ", "chat"),
+                 lambda: check_style(byte_tokenizer(chat=False), "chat"),
+                 lambda: resolve_groups(tiny_llama(), "nope"),
+                 lambda: check_length(tiny_llama(), 600, 10),
+                 lambda: find_data_dir("triviaqa", tmp_path / "nowhere")):
+        with pytest.raises((ValueError, OSError)) as err:
+            call()
+        messages.append(str(err.value))
+    for library, _ in cli._CLI_WORDS:
+        assert any(library in m for m in messages), f"no library message says {library!r} any more"
