@@ -4,8 +4,8 @@ The expensive passes produce a record (`gnuq_core.qa.engine.evaluate_question`):
 greedy generation (`gnuq_core.lm.decoding.generate`), the forward-backward pass
 (`gnuq_core.lm.gradient`), P(True) (`gnuq_core.lm.baselines.p_true`), N temperature samples
 and their meaning clusters (`gnuq_core.lm.decoding.sample_answers`,
-`gnuq_core.lm.clustering`), and, in a separate pass, the gradient norm split by parameter
-group (`gnuq_core.qa.study.run_group_norms`, read from the field ``group_sq``). A *score*
+`gnuq_core.lm.clustering`), and, from the same gradient pass, the gradient norm split by
+parameter group (the record's field ``group_sq``; `gnuq_core.qa.study.group_norms_of`). A *score*
 is a cheap function of such a record, the split LM-Polygraph makes between stat
 calculators and estimators. Each `Score` states its name, a label for tables, its kind,
 the record fields it reads, the passes that produced them, the function and its
