@@ -227,7 +227,7 @@ def _cmd_qa(args: argparse.Namespace) -> int:
     from gnuq_core.qa.data import load_qa
     from gnuq_core.qa.engine import QAConfig, run_benchmark
     from gnuq_core.repro.records import RecordFile
-    from gnuq_core.repro.shards import distributed, shard_path
+    from gnuq_core.repro.shards import distributed, rank_device, shard_path
 
     _check_qa(args)  # every option that can be checked without data or model, so errors come first
     if args.limit == 0:
@@ -239,8 +239,8 @@ def _cmd_qa(args: argparse.Namespace) -> int:
                       clusterer=args.clusterer, threshold=args.threshold, p_true=not args.no_p_true, seed=args.seed)
     # Under torchrun each rank writes its own shard of --out (merged into --out at the end).
     with distributed(args.device, threads=args.threads) as world:
-        if world.sharded and args.device == "cuda":
-            args.device = f"cuda:{world.local_rank}"
+        if world.sharded:
+            args.device = rank_device(world, args.device)
         # Fail on a foreign output file (or another job on this shard) before loading the model.
         out = shard_path(args.out, world.rank, world.size) if world.sharded else args.out
         check = RecordFile(out, {**asdict(config)})

@@ -333,13 +333,13 @@ def fill(profile: str, dataset: str, models: Sequence[str] | None = None, *, ove
     and rank 0 merges the shards at the end. Resumable after a kill at any moment.
     """
     from gnuq_core.lm.models import load_model
-    from gnuq_core.repro.shards import distributed
+    from gnuq_core.repro.shards import distributed, rank_device
 
     params = chapter_parameters(profile, overrides)
     items = chapter_items(dataset, params, data_dir)
     done: dict[str, int] = {}
     with distributed(device, threads or params.get("torch_threads") or None) as world:
-        dev = f"cuda:{world.local_rank}" if device == "cuda" else device
+        dev = rank_device(world, device)
         for model in models or params["models"]:
             loaded = load_model(model, device=dev)
             recs = run_dataset(loaded, items, _config(model, params), progress=progress,

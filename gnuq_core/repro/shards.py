@@ -17,7 +17,8 @@ is refused with `ShardLocked`, naming the process that holds it.
 
 Which process am I: `World` (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK`` as torchrun sets them;
 one process without them). `distributed` starts the process group (gloo on CPU, NCCL on
-GPU) and sets one torch thread per rank when there are several.
+GPUs, one per rank) and sets one torch thread per rank when there are several;
+`rank_device` says which GPU a rank uses.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from typing import Any
 
 from gnuq_core.repro.records import ConfigMismatch, RecordFile, read_records
 
-__all__ = ["World", "ShardLocked", "world_from_env", "distributed", "shard_path", "shard_paths", "locked",
+__all__ = ["World", "ShardLocked", "world_from_env", "rank_device", "distributed", "shard_path", "shard_paths", "locked",
            "read_merged", "merge_shards", "writer"]
 
 _SHARD = re.compile(r"\.rank(\d+)of(\d+)$")
@@ -82,7 +83,9 @@ class World:
 
         if self.sharded and dist.is_available() and dist.is_initialized():
             if dist.get_backend() == "nccl":
-                dist.barrier(device_ids=[self.local_rank])
+                import torch
+
+                dist.barrier(device_ids=[torch.cuda.current_device()])
             else:
                 dist.barrier()
 
@@ -102,6 +105,19 @@ def world_from_env() -> World:
     return World(rank, size, local)
 
 
+def rank_device(world: World, device: str) -> str:
+    """The device this rank computes on: ``"cuda"`` becomes ``"cuda:<LOCAL_RANK mod GPUs>"``
+    (ranks share GPUs round-robin when there are more ranks than GPUs); others unchanged."""
+    if device != "cuda":
+        return device
+    import torch
+
+    n = torch.cuda.device_count()
+    if n == 0:
+        raise ValueError("--device cuda: no CUDA device is visible to this process; use --device cpu")
+    return f"cuda:{world.local_rank % n}"
+
+
 @contextmanager
 def distributed(device: str = "cpu", threads: int | None = None) -> Iterator[World]:
     """This process's `World`, with the torch.distributed process group running when sharded.
@@ -109,7 +125,8 @@ def distributed(device: str = "cpu", threads: int | None = None) -> Iterator[Wor
     Parameters
     ----------
     device : str
-        ``"cpu"`` (gloo backend) or ``"cuda"`` (NCCL; each rank uses GPU ``LOCAL_RANK``).
+        ``"cpu"`` (gloo backend) or ``"cuda"`` (each rank on GPU `rank_device`; NCCL when
+        every rank of the machine has its own GPU, else gloo: the run only needs barriers).
     threads : int, optional
         torch threads per process; default 1 when there are several ranks (two processes
         with one thread each are faster than one with two), else torch's default.
@@ -126,10 +143,12 @@ def distributed(device: str = "cpu", threads: int | None = None) -> Iterator[Wor
         import torch.distributed as dist
 
         if not dist.is_initialized():
-            gpu = device.startswith("cuda")
-            if gpu:
-                torch.cuda.set_device(world.local_rank)
-            dist.init_process_group("nccl" if gpu else "gloo", timeout=BARRIER_TIMEOUT)
+            backend = "gloo"
+            if device == "cuda":
+                torch.cuda.set_device(torch.device(rank_device(world, device)))
+                per_machine = int(os.environ.get("LOCAL_WORLD_SIZE", world.size))
+                backend = "nccl" if per_machine <= torch.cuda.device_count() else "gloo"
+            dist.init_process_group(backend, timeout=BARRIER_TIMEOUT)
             own = True
     try:
         yield world

@@ -102,3 +102,18 @@ def test_a_sharded_writer_refuses_a_foreign_main_file_before_any_work(tmp_path):
     with writer(tmp_path / "new.jsonl", {"run": 1}, World(1, 2), ["0", "1"]) as rf:
         rf.append("1", {"v": 1})
     assert [r["id"] for r in read_merged(tmp_path / "new.jsonl")[1]] == ["1"]
+
+
+def test_ranks_share_the_gpus_round_robin(monkeypatch):
+    import torch
+
+    from gnuq_core.repro.shards import rank_device
+
+    assert rank_device(World(1, 2, 1), "cpu") == "cpu"
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    assert [rank_device(World(r, 3, r), "cuda") for r in range(3)] == ["cuda:0"] * 3
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert [rank_device(World(r, 3, r), "cuda") for r in range(3)] == ["cuda:0", "cuda:1", "cuda:0"]
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    with pytest.raises(ValueError, match="no CUDA device"):
+        rank_device(World(), "cuda")
