@@ -225,6 +225,8 @@ def read_merged(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]
     records: dict[str, dict[str, Any]] = {}
     for p in ([path] if path.exists() else []) + shard_paths(path):
         cfg, recs = read_records(p)
+        if not cfg and not recs:
+            continue  # killed before its header was complete: nothing in it
         if config is None:
             config = cfg
         elif cfg != config:
@@ -240,8 +242,9 @@ def merge_shards(path: str | Path, order: Sequence[str] | None = None) -> int:
 
     Records already in the main file are skipped; the others are appended in the order of
     ``order`` (the run's ids), then any not in ``order`` in shard order. Without ``order``
-    the shards of the largest world are interleaved round-robin (rank 0, 1, …), which is
-    the run's order when one job of that size wrote them all. Every shard is locked during
+    the shards are interleaved round-robin (`shard_paths` order: rank 0, 1, …), which is
+    the run's order when one job wrote them all. Shards killed before their header was
+    complete hold nothing and are removed. Every shard is locked during
     the merge (`ShardLocked` if a job still writes one); a merge killed half-way is
     completed by the next one. Returns the number of records moved.
     """
@@ -252,12 +255,18 @@ def merge_shards(path: str | Path, order: Sequence[str] | None = None) -> int:
     with ExitStack() as stack:
         for s in shards:
             stack.enter_context(locked(s))
-        config, _ = read_records(shards[0])
-        main = RecordFile(path, config)
+        contents = [read_records(s) for s in shards]
+        configs = [cfg for cfg, recs in contents if cfg or recs]
+        if not configs:  # only shards killed before their header was complete
+            for s in shards:
+                s.unlink()
+            return 0
+        main = RecordFile(path, configs[0])
         pending: dict[str, dict[str, Any]] = {}
         per_shard: list[list[str]] = []
-        for s in shards:
-            cfg, recs = read_records(s)
+        for s, (cfg, recs) in zip(shards, contents):
+            if not cfg and not recs:
+                continue
             if cfg != main.config:
                 raise ConfigMismatch(f"{s} has another configuration than {path.name}: it is not a shard of this "
                                      "run; move it away")
@@ -333,6 +342,8 @@ def writer(path: str | Path, config: dict[str, Any], world: World, order: Sequen
     _same_run(path, config)  # a foreign main file fails now, not at the merge after all the work
     shard = shard_path(path, world.rank, world.size)
     with locked(shard):
+        if shard.exists() and read_records(shard) == ({}, []):
+            shard.unlink()  # killed while its header was written: start it again
         out = RecordFile(shard, config)
         try:
             yield out

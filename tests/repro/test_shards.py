@@ -117,3 +117,20 @@ def test_ranks_share_the_gpus_round_robin(monkeypatch):
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
     with pytest.raises(ValueError, match="no CUDA device"):
         rank_device(World(), "cuda")
+
+
+def test_a_shard_killed_before_its_header_holds_nothing(tmp_path):
+    main = tmp_path / "k.jsonl"
+    shard_path(main, 0, 2).write_text("")
+    shard_path(main, 1, 2).write_text('{"type": "hea')  # torn header line
+    assert read_merged(main) == ({}, [])
+    assert merge_shards(main) == 0 and shard_paths(main) == [] and not main.exists()
+    shard_path(main, 0, 2).write_text("")
+    _fill(shard_path(main, 1, 2), ["1"])
+    assert merge_shards(main, order=["0", "1"]) == 1 and [r["id"] for r in read_records(main)[1]] == ["1"]
+    shard_path(main, 1, 2).write_text('{"type": "hea')  # a rank killed while writing its header resumes
+    from gnuq_core.repro.shards import writer
+
+    with writer(main, {"run": 1}, World(1, 2), ["0", "1", "2", "3"]) as rf:
+        rf.append("3", {"v": 3})
+    assert [r["id"] for r in read_merged(main)[1]] == ["1", "3"]
