@@ -400,7 +400,7 @@ lad = res.get("ladder", [])
 if lad:
     axes[2].plot([r["params"] for r in lad], [r["gradient"] for r in lad], "o-", label="gradient")
     axes[2].plot([r["params"] for r in lad], [r["forward"] for r in lad], "s--", label="forward")
-for spec, e in res["models"].items():
+for e in res["models"].values():
     axes[2].plot([e["params"]], [e["summary"]["costs"]["estimator"]["median"]], "k^", ms=5)
 axes[2].set_xscale("log")
 axes[2].set_yscale("log")

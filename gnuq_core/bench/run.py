@@ -103,23 +103,30 @@ def run(config: BenchConfig, *, data_dir: str | None = None, progress: bool = Tr
             sub = load_subject(spec, config.device, config.dtype, config.seed)
             qs = build_questions(sub, config, data_dir)
             entry = _model_entry(sub, qs, config, clusterer, progress, say)
+            res["models"][spec] = entry
+
+            def save(tp: dict[str, Any] | None = None, entry: dict[str, Any] = entry) -> None:
+                if tp is not None:
+                    entry["throughput"] = tp
+                if checkpoint:
+                    checkpoint({**res, "targets": targets(res), "partial": True})
+
+            save()
             load = worker_spec(sub) if config.throughput else None
             if load is not None:
                 say(f"[bench] {spec}: records per hour")
                 sizes = sizes or study_sizes(config.datasets, data_dir)
                 try:
                     entry["throughput"] = measure_throughput(load, config, throughput_items(config, data_dir),
-                                                             sizes, say)
+                                                             sizes, say, on_layout=save)
                 finally:
                     if load != spec:  # a folder saved for the workers
                         shutil.rmtree(load, ignore_errors=True)
             if config.memory:
                 rep = sorted(qs, key=lambda q: len(q.prompt_ids))[len(qs) // 2]
                 mem_jobs.append((Subject(spec, None, None, sub.style, sub.synthetic, sub.params, sub.device), rep))
-            res["models"][spec] = entry
             sub = None  # free the model before the next one loads
-            if checkpoint:
-                checkpoint({**res, "targets": targets(res), "partial": True})
+            save()
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()
         if mem_jobs:

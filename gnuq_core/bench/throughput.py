@@ -90,6 +90,18 @@ def _clusterer(name: str, threshold: float) -> Any:
     return clusterer_for(name, threshold)[0]
 
 
+def _die_with_parent() -> None:
+    """Ask Linux to end this worker when the benchmark process that started it ends (a killed
+    benchmark leaves no worker behind); elsewhere a no-op."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def throughput_worker(payload: dict[str, Any]) -> dict[str, Any]:
     """One worker process: load, warm up, say ``ready``, wait for ``go`` on stdin, then score
     the payload's questions with `gnuq_core.qa.engine.question_record`; returns the timings."""
@@ -99,6 +111,7 @@ def throughput_worker(payload: dict[str, Any]) -> dict[str, Any]:
     from gnuq_core.qa.data import QAItem
     from gnuq_core.qa.engine import QAConfig, question_record, resolved_style
 
+    _die_with_parent()
     torch.set_num_threads(int(payload["threads"]))
     t0 = time.perf_counter()
     loaded = load_model(payload["load"], device=payload["device"], dtype=payload["dtype"])
@@ -229,8 +242,9 @@ def summarize_layout(workers: list[dict[str, Any]], sizes: dict[str, int] | None
 
 
 def measure_throughput(load: str, config: BenchConfig, items: list[Any], sizes: dict[str, int] | None = None,
-                       log: Any = None) -> dict[str, Any]:
-    """Records/hour of one model in every layout of ``config.layouts`` (same questions)."""
+                       log: Any = None, on_layout: Any = None) -> dict[str, Any]:
+    """Records/hour of one model in every layout of ``config.layouts`` (same questions);
+    ``on_layout(results so far)`` is called after each layout."""
     qa = qa_config(load, config)
     out: dict[str, Any] = {"qa_config": asdict(qa), "questions": [it.id for it in items], "layouts": {}}
     for processes, threads in config.layouts:
@@ -240,6 +254,8 @@ def measure_throughput(load: str, config: BenchConfig, items: list[Any], sizes: 
         workers = measure_layout(load, items, qa, int(processes), int(threads), device=config.device,
                                  dtype=config.dtype)
         out["layouts"][key] = summarize_layout(workers, sizes)
+        if on_layout:
+            on_layout(out)
     best = max(out["layouts"], key=lambda k: out["layouts"][k]["records_per_hour"])
     out["best"] = {"layout": best, "records_per_hour": out["layouts"][best]["records_per_hour"],
                    "seconds_per_record": out["layouts"][best]["seconds_per_record"]}
