@@ -107,6 +107,10 @@ def hooked_sq_norms(params: Mapping[int, torch.nn.Parameter], selected: Collecti
             params[k].grad = g
 
 
+def _at_least_float32(x: torch.Tensor) -> torch.Tensor:
+    return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+
+
 def ghost_cost_prefers(rows: int, layer: torch.nn.Linear) -> bool:
     """True if the ghost norm of ``layer``'s weight is cheaper than its explicit gradient.
 
@@ -127,7 +131,8 @@ def ghost_linear_sq_norms(layers: Mapping[int, torch.nn.Linear]) -> Iterator[Hoo
     GᵀX, and ``‖GᵀX‖²_F = ⟨XXᵀ, GGᵀ⟩``. A forward hook computes the Gram matrix XXᵀ (consecutive
     calls on the same input tensor share it: q/k/v, gate/up); a hook on the layer's output
     tensor computes GGᵀ when its gradient arrives, and the inner product is summed in float64.
-    The Gram matrices are formed in the layer's dtype (a float32 model: relative error ~1e-7).
+    The Gram matrices and their elementwise product are formed in the layer's dtype, at least
+    float32 (a float32 model: relative error ~1e-7).
     Inside the block the weights do not require grad, so autograd skips the weight-gradient
     GEMMs; biases are left to the caller (plain autograd). On exit the hooks are removed and
     the ``requires_grad`` flags restored, also after an error.
@@ -147,7 +152,7 @@ def ghost_linear_sq_norms(layers: Mapping[int, torch.nn.Linear]) -> Iterator[Hoo
     def x_gram(x: torch.Tensor) -> torch.Tensor:
         if last and last[0][0] is x:  # q/k/v, gate/up: consecutive calls on one input
             return last[0][1]
-        x2 = x.detach().reshape(-1, x.shape[-1])
+        x2 = _at_least_float32(x.detach().reshape(-1, x.shape[-1]))
         gram = x2 @ x2.T
         last[:] = [(x, gram)]
         return gram
@@ -165,8 +170,8 @@ def ghost_linear_sq_norms(layers: Mapping[int, torch.nn.Linear]) -> Iterator[Hoo
                 y = y.detach().requires_grad_(True)
 
             def grad_hook(g: torch.Tensor) -> None:
-                g2 = g.detach().reshape(-1, g.shape[-1])
-                v = (gram_x.double() * (g2 @ g2.T).double()).sum()
+                g2 = _at_least_float32(g.detach().reshape(-1, g.shape[-1]))
+                v = (gram_x * (g2 @ g2.T)).sum(dtype=torch.float64)
                 out.sq[k] = out.sq[k] + v if k in out.sq else v
 
             y.register_hook(grad_hook)

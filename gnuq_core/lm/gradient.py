@@ -4,9 +4,21 @@ Efficient backward path (`forward_backward`, ``backend="fast"``):
 
 * the LM head is applied only at the T answer positions: the decoder's hidden states are
   sliced *before* the vocabulary projection (Gemma-3 has a 262k vocabulary);
-* the squared gradient norm of every decoder parameter is accumulated in float64 by a
-  post-accumulate-grad hook that frees the gradient at once (the model's own ``.grad``
-  is saved and restored; nothing else keeps a parameter-sized gradient);
+* exact ghost norms for the decoder's ``nn.Linear`` weights (`estimators.hooks`): with
+  layer input X (T x d) and output gradient G (T x k), ``||G^T X||^2 = <X X^T, G G^T>``
+  costs T^2 (d + k) instead of T d k, so while T < d k / (d + k) (per layer; ``ghost=``
+  forces either way) the weight stays ``requires_grad=False`` and autograd skips its
+  weight-gradient GEMM; X X^T is shared by q/k/v and by gate/up;
+* every other decoder parameter (norm weights, biases, Linear weights past the threshold)
+  gets its squared norm in float64 from a post-accumulate-grad hook that frees the
+  gradient at once (the model's own ``.grad`` is saved and restored; nothing else keeps a
+  parameter-sized gradient); per-parameter and per-group norms (any groups, also
+  ``"per_block"``) come from this one pass;
+* ``d log p / d logits`` is formed directly, 1 - p_target as the sum of the other
+  probabilities (through autograd's log-softmax it is 1 minus a number near 1, which
+  lost four digits in float32 for a 1-token answer with p = 0.9996), and the product of
+  those T x V gradients with the V x d head sums over the vocabulary in float64 chunks
+  for T <= 8 rows (a float32 matrix-vector product: 4e-5 relative error);
 * only the asked-for parameters get ``requires_grad``; with ``groups="lm_head"`` the
   decoder runs under no_grad;
 * the input-embedding and output-projection matrices W (tied in both real models: one
