@@ -42,7 +42,7 @@ KINDS: dict[str, str] = {
     "normalised": "the estimator with the length-normalised p̄ = exp(mean_t log p_t) (ablation)",
     "decomposition": "the gradient term of ‖∇θ p‖² = p² ‖∇θ log p‖², without the p² factor",
     "baseline": "published uncertainty baselines",
-    "variant": "the estimator over fewer parameters (needs the per-group pass, field group_sq)",
+    "variant": "the estimator over fewer parameters (from the gradient pass's per-group split, field group_sq)",
 }
 
 PAPER = "Grünefeld, Frellsen & Hardmeier 2026 (An Isotropic Approach to Efficient UQ with Gradient Norms)"
@@ -68,8 +68,7 @@ class Score:
         The record fields ``fn`` reads (paths as in the module docstring).
     passes : tuple of str
         The expensive passes that produce those fields (the engine's timing keys:
-        ``generate``, ``gradient``, ``p_true``, ``sample``, ``cluster``; ``group_gradient``
-        for the per-group pass).
+        ``generate``, ``gradient``, ``p_true``, ``sample``, ``cluster``).
     fn : callable
         record -> float, oriented so that higher = less certain.
     citation : str
@@ -216,12 +215,12 @@ _ALL: tuple[Score, ...] = (
           "Farquhar et al. 2024"),
     # cheaper variants of the estimator (from the per-group pass)
     Score("epistemic_no_embeddings", "‖∇θ p‖² over all parameters but the embeddings (log10)", "variant",
-          ("scores.log_p", "group_sq"), _GEN + ("group_gradient",),
+          ("scores.log_p", "group_sq"), _GRAD,
           lambda r: log10_epistemic(r["scores"]["log_p"],
                                     sum(r["group_sq"].values()) - r["group_sq"].get("embeddings", 0.0)),
           PAPER, "log10 (ranks unchanged)"),
     Score("epistemic_last_block", "‖∇θ p‖² over the last decoder block only (log10)", "variant",
-          ("scores.log_p", "group_sq"), _GEN + ("group_gradient",),
+          ("scores.log_p", "group_sq"), _GRAD,
           lambda r: log10_epistemic(r["scores"]["log_p"], _last_block(r["group_sq"])), PAPER,
           "log10 (ranks unchanged)"),
 )
