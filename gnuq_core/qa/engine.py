@@ -125,16 +125,17 @@ def evaluate_question(model: Any, tokenizer: Any, question: str, config: QAConfi
     which stay meaningful on a shared machine. `run_benchmark` adds ``total``.
     """
     from gnuq_core.lm.prompts import encode_prompt, format_prompt
-    from gnuq_core.lm.decoding import generate, sample_answers
+    from gnuq_core.lm.decoding import decode
     from gnuq_core.lm.gradient import forward_backward
     from gnuq_core.lm.scoring import uncertainties
 
     timings: dict[str, float] = {}
     cpu: dict[str, float] = {}
     ids = encode_prompt(tokenizer, format_prompt(tokenizer, question, style), style)
-    with _Clock(timings, cpu, "generate"):
-        gen = generate(model, tokenizer, ids, max_new_tokens=config.max_new_tokens,
-                       stop_at_newline=(style == "fewshot"))
+    # one prompt prefill for the greedy answer and the samples; decode times "generate" and "sample"
+    gen, samples = decode(model, tokenizer, ids, config.n_samples, temperature=config.temperature,
+                          max_new_tokens=config.max_new_tokens, stop_at_newline=(style == "fewshot"),
+                          seed=config.seed, timings=timings, cpu_timings=cpu)
     with _Clock(timings, cpu, "gradient"):
         gp = forward_backward(model, ids, gen.answer_ids, groups=record_groups(config.groups), per_group=True)
     seq, norm = uncertainties(gp.token_log_probs, gp.grad_sq, gp.group_sq)
@@ -152,14 +153,11 @@ def evaluate_question(model: Any, tokenizer: Any, question: str, config: QAConfi
         with _Clock(timings, cpu, "p_true"):
             scores["p_true"] = bl.p_true(model, tokenizer, question, gen.answer, style=style)["p_true"]
     if config.n_samples > 0:
-        with _Clock(timings, cpu, "sample"):
-            samples = sample_answers(model, tokenizer, ids, config.n_samples, temperature=config.temperature,
-                                     max_new_tokens=config.max_new_tokens, stop_at_newline=(style == "fewshot"),
-                                     seed=config.seed)
         with _Clock(timings, cpu, "cluster"):
             clusters = clusterer([s.answer for s in samples])
         record["samples"] = [{"answer": s.answer, "answer_ids": s.answer_ids, "token_log_probs": s.token_log_probs,
-                              "stop_reason": s.stop_reason, "cluster": c} for s, c in zip(samples, clusters)]
+                              "stop_reason": s.stop_reason, "stop_log_prob": s.stop_log_prob,
+                              "stop_token_id": s.stop_token_id, "cluster": c} for s, c in zip(samples, clusters)]
         scores.update(_sample_values(record))
     record["scores"] = scores
     record["timings"] = {**timings, "cpu": cpu}
