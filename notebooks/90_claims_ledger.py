@@ -86,7 +86,7 @@ ledger = pd.DataFrame({
     "note": [r["note"] or "—" for r in rows],
 })
 # the verdict comes second, so that a phone shows it without scrolling the table
-table(ledger, {"claim": "claim", "verdict": "verdict", "measured": "measured [95% CI]",
+table(ledger, {"claim": "claim", "verdict": "verdict", "measured": ("measured [95% CI]", "", True),
                "statement": "the paper says", "chapter": "chapter"},
       caption=f"Claims ledger (profile {profile})")
 

@@ -120,10 +120,13 @@ class Column:
     fmt : str or callable
         A format spec applied as ``format(value, fmt)`` (``".3f"``, ``".2e"``, ``"d"``,
         ``","``), or a function from the value to its text. ``""`` is ``str(value)``.
+    nowrap : bool
+        Keep each cell on one line (intervals such as ``0.76 [0.73, 0.80]``).
     """
 
     name: str
     fmt: Formatter = ""
+    nowrap: bool = False
 
 
 def _cell_text(value: Any, fmt: Formatter) -> str:
@@ -162,9 +165,9 @@ def _as_column(key: str, spec: Column | tuple[str, Formatter] | str) -> Column:
         return spec
     if isinstance(spec, str):
         return Column(spec)
-    if isinstance(spec, tuple) and len(spec) == 2:
+    if isinstance(spec, tuple) and len(spec) in (2, 3):
         return Column(*spec)
-    raise TypeError(f"column {key!r}: give Column(name, fmt), (name, fmt) or a name, not {spec!r}")
+    raise TypeError(f"column {key!r}: give Column(name, fmt, nowrap), (name, fmt[, nowrap]) or a name, not {spec!r}")
 
 
 def table(df: Any, columns: Mapping[str, Column | tuple[str, Formatter] | str], *,
@@ -176,8 +179,8 @@ def table(df: Any, columns: Mapping[str, Column | tuple[str, Formatter] | str], 
     df : pandas.DataFrame
         The data. Columns not named in ``columns`` are not shown.
     columns : mapping
-        DataFrame column → :class:`Column`, ``(header, fmt)`` or just a header (shown with
-        ``str``). Numeric columns are right-aligned.
+        DataFrame column → :class:`Column`, ``(header, fmt[, nowrap])`` or just a header
+        (shown with ``str``). Numeric columns are right-aligned.
     caption : str, optional
         A caption above the table (plain text; escaped).
     index : bool
@@ -202,7 +205,8 @@ def table(df: Any, columns: Mapping[str, Column | tuple[str, Formatter] | str], 
         texts = [_cell_text(values[k][i], specs[k].fmt) for k in specs]
         plain_rows.append(texts)
         cells = ([f'<th scope="row">{html.escape(str(idx))}</th>'] if index else []) + [
-            f'<td class="{"num" if numeric[k] else "text"}">{html.escape(t)}</td>' for k, t in zip(specs, texts)]
+            f'<td class="{"num" if numeric[k] else "text"}{" nowrap" if specs[k].nowrap else ""}">{html.escape(t)}</td>'
+            for k, t in zip(specs, texts)]
         body.append("<tr>" + "".join(cells) + "</tr>")
     head = ([f'<th scope="col" class="text">{html.escape(str(df.index.name or ""))}</th>'] if index else []) + [
         f'<th scope="col" class="{"num" if numeric[k] else "text"}">{html.escape(c.name)}</th>' for k, c in specs.items()]

@@ -76,3 +76,8 @@ def test_parameters_table_lists_each_parameter() -> None:
 def test_key_value_table_without_headers_has_no_empty_header_row() -> None:
     html = display.key_value_table([("git commit", "abc"), ("wall time", "3.0 s")]).html
     assert "<thead>" not in html and '<td class="text">git commit</td><td class="text">abc</td>' in html
+
+
+def test_nowrap_column() -> None:
+    html = display.table(pd.DataFrame({"ci": ["0.76 [0.73, 0.80]"]}), {"ci": ("measured", "", True)}).html
+    assert '<td class="text nowrap">0.76 [0.73, 0.80]</td>' in html
