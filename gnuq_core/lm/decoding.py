@@ -15,10 +15,14 @@ token is never part of the answer (``answer_ids``, ``token_log_probs``); its log
 under the model is kept separately as ``stop_log_prob`` (None when ``max_new_tokens``
 ended the answer, since no stop token was drawn).
 
-- Samples: the sequence log-prob `Sample.log_prob` *counts* the stop token,
-  ``sum(token_log_probs) + stop_log_prob``: the probability of the answer as a finished
-  string, so an answer that stops at its first token has log p = log p(stop) < 0, not
-  0 (probability 1). Predictive and semantic entropy use this value.
+- Samples: the sequence log-prob `Sample.log_prob` is ``sum(token_log_probs)``, and for
+  an *empty* sample (one that stopped at its first token) it is ``stop_log_prob``, with
+  length 1: what the reference semantic-entropy code of Farquhar et al. (2024) does
+  (``n_generated == 0 → 1``). An empty sample so gets log p = log p(stop) < 0, not 0
+  (probability 1). Predictive and semantic entropy use this value
+  (`gnuq_core.qa.scores`). The stop log-prob of every sample is stored, so the variant
+  that counts the stop token always (the probability of the finished string) can be
+  recomputed from a record.
 - Greedy answer: ``Generation.token_log_probs`` are the answer tokens only, which is
   what the gradient estimator scores (p(y | x) over ``answer_ids``); a sequence baseline
   that wants the stop token adds ``Generation.stop_log_prob`` and must say so.
@@ -108,13 +112,10 @@ class Sample:
 
     @property
     def log_prob(self) -> float:
-        """log p of the sampled answer as a finished string: its tokens plus the stop token.
-
-        ``sum(token_log_probs) + stop_log_prob`` (the stop term is absent when
-        ``max_new_tokens`` ended the sample), so an empty sample has log p = log p(stop).
-        """
+        """log p of the sampled answer: ``sum(token_log_probs)``, or ``stop_log_prob`` for an
+        empty sample (the reference semantic-entropy convention; see the module docstring)."""
         terms = list(self.token_log_probs)
-        if self.stop_log_prob is not None:
+        if not terms and self.stop_log_prob is not None:
             terms.append(self.stop_log_prob)
         return float(math.fsum(terms))
 

@@ -138,12 +138,18 @@ def _norm_p(r: Record) -> float:
 
 
 def _sample_log_probs(r: Record) -> list[float]:
-    """log p of each sampled answer (the sum over its tokens, as `gnuq_core.lm.decoding.Sample`)."""
-    return [math.fsum(s["token_log_probs"]) for s in r["samples"]]
+    """log p of each sampled answer, as `gnuq_core.lm.decoding.Sample.log_prob`: the sum over
+    its tokens, or the stop token's log-prob for an empty sample (Farquhar et al. 2024's code)."""
+    out = []
+    for s in r["samples"]:
+        stop = s["stop_log_prob"]
+        out.append(math.fsum(s["token_log_probs"]) if s["token_log_probs"] or stop is None else stop)
+    return out
 
 
 def _sample_lengths(r: Record) -> list[int]:
-    return [len(s["answer_ids"]) for s in r["samples"]]
+    """Tokens of each sampled answer; an empty sample counts as its stop token, length 1."""
+    return [max(len(s["answer_ids"]), 1) for s in r["samples"]]
 
 
 def _clusters(r: Record) -> list[int]:
@@ -199,15 +205,16 @@ _ALL: tuple[Score, ...] = (
     Score("mean_token_entropy", "mean next-token entropy over the answer", "baseline",
           ("generation.token_entropies",), _GEN, lambda r: bl.mean_token_entropy(r["generation"]["token_entropies"]),
           "Malinin & Gales 2021", claim=True),
-    Score("predictive_entropy", "−mean log p of N samples", "baseline", ("samples[].token_log_probs",), _SAMPLE,
+    Score("predictive_entropy", "−mean log p of N samples", "baseline", ("samples[].token_log_probs", "samples[].stop_log_prob"), _SAMPLE,
           lambda r: bl.predictive_entropy(_sample_log_probs(r)), "Malinin & Gales 2021; Kuhn et al. 2023",
           claim=True),
     Score("ln_predictive_entropy", "−mean (log p / length) of N samples", "baseline",
-          ("samples[].token_log_probs", "samples[].answer_ids"), _SAMPLE,
+          ("samples[].token_log_probs", "samples[].stop_log_prob", "samples[].answer_ids"), _SAMPLE,
           lambda r: bl.length_normalized_predictive_entropy(_sample_log_probs(r), _sample_lengths(r)),
           "Malinin & Gales 2021", claim=True),
     Score("semantic_entropy", "entropy over meaning clusters of N samples (length-normalised p)", "baseline",
-          ("samples[].token_log_probs", "samples[].answer_ids", "samples[].cluster"), _SAMPLE + ("cluster",),
+          ("samples[].token_log_probs", "samples[].stop_log_prob", "samples[].answer_ids", "samples[].cluster"),
+          _SAMPLE + ("cluster",),
           lambda r: bl.semantic_entropy(_sample_log_probs(r), _clusters(r), _sample_lengths(r)),
           "Kuhn et al. 2023; Farquhar et al. 2024", claim=True),
     Score("discrete_semantic_entropy", "entropy of cluster frequencies of N samples", "baseline",

@@ -158,11 +158,15 @@ def test_an_empty_sample_has_the_stop_tokens_probability():
     for s in empty:
         assert (s.answer, s.stop_reason, s.stop_token_id, s.token_log_probs) == ("", "eos", 2, [])
         assert s.log_prob == pytest.approx(log_p_top, abs=1e-6) and s.log_prob < 0
-    # a non-empty sample counts its tokens and its stop token
+    # a non-empty sample counts its tokens only (the reference code's convention); its stop
+    # token's log-prob is kept beside it
     a = tok("a", add_special_tokens=False)["input_ids"][0]
-    s = sample_answers(ScriptedLM([a, 2]), tok, [1], 1, max_new_tokens=5, seed=1)[0]
-    if s.answer_ids == [a]:
-        assert s.log_prob == pytest.approx(2 * log_p_top, abs=1e-6)
+    nonempty = [s for s in sample_answers(ScriptedLM([a, 2]), tok, [1], 20, max_new_tokens=5, seed=1)
+                if s.answer_ids == [a] and s.stop_reason == "eos"]
+    assert nonempty
+    for s in nonempty:
+        assert s.log_prob == pytest.approx(log_p_top, abs=1e-6)
+        assert s.stop_log_prob == pytest.approx(log_p_top, abs=1e-6)
     # greedy: the stop token is recorded beside the answer, not inside its log-probs
     g = generate(ScriptedLM([a, 2]), tok, [1], max_new_tokens=5)
     assert (g.answer_ids, g.stop_reason, g.stop_token_id) == ([a], "eos", 2)

@@ -37,7 +37,7 @@ def _record(unsure: bool) -> dict[str, Any]:
                    "log10_epistemic": u.log10_epistemic, "epistemic": u.epistemic, "aleatoric": u.aleatoric,
                    "combined": u.combined, "p_true": 0.2 if unsure else 0.9},
         "samples": [{"answer": f"a{i}", "answer_ids": [1, 2], "token_log_probs": [tok_lp, tok_lp],
-                     "stop_reason": "eos", "cluster": i if unsure else 0} for i in range(4)],
+                     "stop_log_prob": -0.1, "stop_reason": "eos", "cluster": i if unsure else 0} for i in range(4)],
         "group_sq": {"embeddings": 5.0 * scale, "block 00": 3.0 * scale, "block 01": 2.0 * scale},
     }
 
@@ -147,8 +147,8 @@ def _farquhar_reference(token_log_likelihoods: list[list[float]], semantic_ids: 
 def test_semantic_entropy_matches_the_reference_formula():
     toks = [[-0.5, -0.5], [-1.0], [-0.2, -0.4, -0.6], [-3.0, -1.0]]
     ids = [0, 1, 0, 2]
-    rec = {"samples": [{"token_log_probs": t, "answer_ids": list(range(len(t))), "cluster": c}
-                       for t, c in zip(toks, ids)]}
+    rec = {"samples": [{"token_log_probs": t, "answer_ids": list(range(len(t))), "stop_log_prob": -0.3,
+                        "cluster": c} for t, c in zip(toks, ids)]}
     # by hand: the length-normalised probabilities exp(-0.5), exp(-1), exp(-0.4), exp(-2)
     w = {0: math.exp(-0.5) + math.exp(-0.4), 1: math.exp(-1.0), 2: math.exp(-2.0)}
     z = sum(w.values())
@@ -255,3 +255,17 @@ def test_claims_read_registered_names():
             m.details["ci"].pop("p_true")
             with pytest.raises(KeyError):
                 claims.judge(m)
+
+
+def test_an_empty_sample_counts_its_stop_token_as_the_reference_code_does():
+    """Farquhar et al.'s code takes the stop token's likelihood (length 1) for an answer that
+    stopped at once; a non-empty answer's log p is its tokens only (issue: empty sample had p = 1)."""
+    samples = [{"token_log_probs": [], "answer_ids": [], "stop_log_prob": -2.5, "cluster": 0},
+               {"token_log_probs": [-0.5, -0.5], "answer_ids": [7, 8], "stop_log_prob": -0.1, "cluster": 1}]
+    rec = {"samples": samples}
+    assert scores._sample_log_probs(rec) == [-2.5, -1.0]
+    assert scores.get("predictive_entropy")(rec) == pytest.approx((2.5 + 1.0) / 2)
+    assert scores.get("ln_predictive_entropy")(rec) == pytest.approx((2.5 / 1 + 1.0 / 2) / 2)
+    w = [math.exp(-2.5), math.exp(-0.5)]
+    z = sum(w)
+    assert scores.get("semantic_entropy")(rec) == pytest.approx(-sum(v / z * math.log(v / z) for v in w))
