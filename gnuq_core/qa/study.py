@@ -69,8 +69,12 @@ def select_items(items: Sequence[Any], n: int | None, seed: int) -> list[Any]:
 
 
 def run_path(config: Any, dataset: str, kind: str = "qa") -> Path:
-    """Cache file of a run: ``<cache>/<kind>/<dataset>-<key of config and dataset>.jsonl``."""
-    return cache_dir() / kind / f"{dataset}-{config_key({**asdict(config), 'dataset': dataset})}.jsonl"
+    """Cache file of a run: ``<cache>/<kind>/<dataset>-<key>.jsonl``, keyed by the config, the
+    dataset and the code version (`STORE_CODE`), so records made by older code are never reused."""
+    from gnuq_core.repro.results_store import code_version
+
+    key = config_key({**asdict(config), "dataset": dataset, "_code": code_version(STORE_CODE)})
+    return cache_dir() / kind / f"{dataset}-{key}.jsonl"
 
 
 # Sources whose content defines the code version of stored QA records.

@@ -161,3 +161,17 @@ def test_store_records_carry_no_texts_and_are_verified(tmp_path, monkeypatch):
     t = qa_study.score_table(recs, {it.id: it for it in items}, group_norms=g)
     assert t["question"].tolist() == ["Capital of France?", "Two plus two?"]
     assert json.loads(text.splitlines()[0])["type"] == "header"
+
+
+def test_run_path_changes_with_the_code(monkeypatch, tmp_path):
+    """The local cache of a run is keyed by the code too: records of older code are not reused."""
+    from gnuq_core.qa.engine import QAConfig
+
+    monkeypatch.setenv("GNUQ_CACHE_DIR", str(tmp_path))
+    config = QAConfig(model="m")
+    before = qa_study.run_path(config, "truthfulqa")
+    code = tmp_path / "code.py"
+    code.write_text("x = 1\n")
+    monkeypatch.setattr(qa_study, "STORE_CODE", [*qa_study.STORE_CODE, code])
+    assert qa_study.run_path(config, "truthfulqa") != before
+    assert qa_study.run_path(config, "truthfulqa") == qa_study.run_path(config, "truthfulqa")
