@@ -124,7 +124,11 @@ def main(argv: list[str] | None = None) -> int:
     from gnuq_core.bench.report import format_table
     from gnuq_core.bench.run import run
 
-    cfg = config_from_args(args)
+    try:
+        cfg = config_from_args(args)
+    except ValueError as err:  # a bad option: one line, no traceback
+        print(f"python -m gnuq_core.bench: {err}", file=sys.stderr)
+        return 2
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     res = run(cfg, data_dir=args.data_dir, progress=not args.quiet,

@@ -96,3 +96,9 @@ def test_cli_quick_shrinks_the_run() -> None:
     assert cfg.n_questions == 1 and cfg.repeats == 1 and not cfg.ladder and not cfg.memory
     assert cfg.throughput and cfg.qa_n_samples == 10 and cfg.qa_max_new_tokens == 32  # study settings kept
     assert "reference" in cfg.skip
+
+
+def test_cli_bad_option_is_one_line(capsys: pytest.CaptureFixture) -> None:
+    assert main(["--skip", "naive", "--out", "/nonexistent/never-written.json"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "skip=['naive']" in err and "reference" in err
