@@ -13,13 +13,22 @@
 # %% [markdown]
 # # MCMC validation: is ‖∇θ p‖² a good ranking of the predictive variance?
 #
+# ```{admonition} Learning goals
+# :class: tip
+# - Test the isotropic estimate against a posterior sampled by {term}`NUTS`, where the answer is known.
+# - Read a Spearman ρ with its bootstrap interval against the reference's own split agreement.
+# - See why probability space flatters the gradient norm (the sigmoid factor) and how logit space removes it.
+# - Locate where an isotropic covariance overstates or understates the variance, compared with
+#   {term}`Laplace <Laplace approximation>` and {term}`GGN` estimates.
+# ```
+#
 # The paper's estimate of epistemic uncertainty is the squared gradient norm
 # $\lVert g \rVert^2$ with $g = \nabla_\theta p(y \mid x, \theta^*)$ at the trained
 # parameters. It follows from the delta method,
 # $\operatorname{Var}_\theta[p] \approx g^\top \operatorname{Cov}[\theta]\, g$, if the posterior
 # covariance is assumed isotropic, $\operatorname{Cov}[\theta] = \sigma^2 I$. This chapter tests
 # that assumption where the answer is known: on small Bayesian neural networks whose posterior we
-# can sample by NUTS. The *reference* is the posterior predictive variance under the NUTS draws;
+# can sample by NUTS {cite}`hoffman2014nuts`. The *reference* is the posterior predictive variance under the NUTS draws;
 # the *estimates* are computed at the MAP $\theta^*$ only:
 #
 # | name | estimate | covariance assumed |
@@ -92,11 +101,13 @@ from myst_nb import glue
 from tqdm.auto import tqdm
 
 from gnuq_core import stats as metrics
+from gnuq_core.repro import display as book
 from gnuq_core.repro.claims import (C1_MIN_RHO, C3_MIN_DIFFERENCE, SETTING_FAILS_BEYOND, SETTING_WORKS_WITHIN,
                                     Measurement, judge, record)
 from gnuq_core.bayes.mcmc import NutsSettings
 from gnuq_core.bayes.validation import PAPER_ESTIMATE, Setting, evaluate, setting_id, stored_references
 
+book.use_book_style()
 seeds = list(range(seed, seed + n_seeds))
 model = dict(width=width, depth=depth, activation=activation, prior=prior, alpha=alpha)
 settings = {
@@ -161,7 +172,12 @@ for (task, s), r in runs.items():
             "MAP ‖∇‖": r["map"].grad_norm,
         })
 diag = pd.DataFrame(diag_rows)
-display(diag.style.format(precision=3).format({"MAP ‖∇‖": "{:.1e}"}).hide(axis="index"))
+display(book.table(diag, {
+    "problem": "problem", "seed": ("seed", "d"), "queries": "queries", "divergences": ("divergences", "d"),
+    "tree-depth saturation": ("tree-depth saturation", ".3g"), "R-hat θ (max)": ("R-hat θ (max)", ".3g"),
+    "R-hat pred (max)": ("R-hat of predictions (max)", ".3g"), "ESS pred (min)": ("ESS of predictions (min)", ".3g"),
+    "split agreement ρ": ("split agreement ρ", ".3f"), "MAP ‖∇‖": ("MAP gradient norm", ".1e")},
+    caption="NUTS diagnostics per problem, seed and query set"))
 glue("total_divergences", int(diag.drop_duplicates(["problem", "seed"])["divergences"].sum()), display=False)
 glue("max_saturation", float(diag["tree-depth saturation"].max()), display=False)
 glue("min_split", float(diag["split agreement ρ"].min()), display=False)
@@ -192,32 +208,37 @@ def _plot_field(ax, values, data, title, log=True):
 
 r0 = runs["classification", seeds[0]]
 q0 = r0["q"]["grid"]
-fig, axes = plt.subplots(2, 4, figsize=(13, 6.2))
-panels = [
-    (q0["ref"]["var_p"], "MCMC Var[p]"), (q0["est"]["iso_p"], "‖∇p‖² (isotropic)"),
-    (q0["est"]["laplace_p"], "Laplace, p space"), (q0["est"]["aleatoric"], "p(1−p)"),
-    (q0["ref"]["var_f"], "MCMC Var[f] (logit)"), (q0["est"]["iso_f"], "‖∇f‖² (isotropic)"),
-    (q0["est"]["laplace_f"], "Laplace, logit space"), (q0["est"]["ggn_f"], "GGN, logit space"),
-]
-for ax, (v, t) in zip(axes.ravel(), panels):
-    _plot_field(ax, v, r0["data"], "log10 " + t)
-fig.tight_layout()
-glue("fig_cls_maps", fig, display=False)
-plt.close(fig)
+for key, panels in [
+    ("fig_cls_maps", [(q0["ref"]["var_p"], "MCMC Var[p]"), (q0["est"]["iso_p"], "‖∇p‖² (isotropic)"),
+                      (q0["est"]["laplace_p"], "Laplace, p space"), (q0["est"]["aleatoric"], "p(1−p)")]),
+    ("fig_cls_maps_logit", [(q0["ref"]["var_f"], "MCMC Var[f] (logit)"), (q0["est"]["iso_f"], "‖∇f‖² (isotropic)"),
+                            (q0["est"]["laplace_f"], "Laplace, logit space"), (q0["est"]["ggn_f"], "GGN, logit space")]),
+]:
+    fig, axes = book.subplots(2, 2, panel_height=2.9)
+    for ax, (v, t) in zip(axes.ravel(), panels):
+        _plot_field(ax, v, r0["data"], "log10 " + t)
+    glue(key, fig, display=False)
+    plt.close(fig)
 
 # %% [markdown]
 # ```{glue:figure} fig_cls_maps
 # :name: fig-cls-maps
 #
-# Two moons (seed 0, wide grid; training points white/red). Top: probability space — the MCMC
+# Two moons in probability space (first seed, wide grid; training points white/red): the MCMC
 # variance of $p$, the isotropic $\lVert\nabla_\theta p\rVert^2$, the Laplace estimate and the
-# aleatoric $p(1-p)$. Bottom: logit space — the MCMC variance of the logit $f$, $\lVert\nabla_\theta
-# f\rVert^2$, and the Laplace and GGN estimates. All on a log10 colour scale.
+# aleatoric $p(1-p)$. All on a log10 colour scale, each panel with its own.
+# ```
+#
+# ```{glue:figure} fig_cls_maps_logit
+# :name: fig-cls-maps-logit
+#
+# The same problem in logit space: the MCMC variance of the logit $f$, $\lVert\nabla_\theta
+# f\rVert^2$, and the Laplace and GGN estimates (log10 colour scale, each panel with its own).
 # ```
 #
 # In probability space the panels share the band along the decision boundary, where $p(1-p)$ is
-# large; that shared factor is what the logit-space comparison removes. The logit-space row is the honest test of the
-# gradient norm: there the sigmoid factor is gone and only the geometry of $\nabla_\theta f$ remains.
+# large; that shared factor is what the logit-space comparison removes. The logit-space figure is the honest test of
+# the gradient norm: there the sigmoid factor is gone and only the geometry of $\nabla_\theta f$ remains.
 
 # %%
 def _band(ax, x, mean, var, label, color, alpha=0.25):
@@ -233,14 +254,15 @@ xtr = rr["data"].x_train[:, 0]
 gap = (xtr[xtr < 0].max(), xtr[xtr > 0].min())
 ref_var = qr["ref"]["var_f"]
 s2_iso = metrics.fit_isotropic_scale(qr["est"]["iso_f"], ref_var)
-fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+fig, axes = book.subplots(2, 1, panel_height=2.9)
 ax = axes[0]
 _band(ax, x, qr["ref"]["mean_f"], ref_var, "MCMC mean ± 2 sd", "k", 0.15)
 _band(ax, x, qr["est"]["f"], s2_iso * qr["est"]["iso_f"], "MAP ± 2 sd, isotropic σ²‖∇f‖²", "tab:blue")
 _band(ax, x, qr["est"]["f"], qr["est"]["laplace_f"], "MAP ± 2 sd, Laplace", "tab:orange", 0.2)
 ax.scatter(xtr, rr["data"].y_train, s=8, c="k", zorder=3)
 ax.axvspan(*gap, color="grey", alpha=0.15)
-ax.set_ylim(-4, 4), ax.set_xlabel("x (standardised)"), ax.legend(fontsize=7, loc="upper left")
+ax.set_ylim(-4, 4), ax.set_xlabel("x (standardised)"), ax.set_ylabel("f")
+ax.legend(loc="upper left", ncols=1)
 ax = axes[1]
 for key, label, c in [("iso_f", "isotropic (σ² fitted)", "tab:blue"), ("laplace_f", "Laplace", "tab:orange"),
                       ("ggn_f", "GGN", "tab:green"), ("diag_f", "diagonal Laplace", "tab:purple")]:
@@ -249,8 +271,7 @@ for key, label, c in [("iso_f", "isotropic (σ² fitted)", "tab:blue"), ("laplac
 ax.plot(x, ref_var, "k", lw=2, label="MCMC Var[f]")
 ax.axvspan(*gap, color="grey", alpha=0.15)
 ax.set_yscale("log"), ax.set_xlabel("x (standardised)"), ax.set_ylabel("variance of f")
-ax.legend(fontsize=7)
-fig.tight_layout()
+ax.legend(ncols=2)
 glue("fig_reg_bands", fig, display=False)
 plt.close(fig)
 
@@ -258,9 +279,9 @@ plt.close(fig)
 # ```{glue:figure} fig_reg_bands
 # :name: fig-reg-bands
 #
-# Gap regression (seed 0). Left: the MCMC predictive band (grey) against the MAP with bands from the
+# Gap regression (first seed). Top: the MCMC predictive band (grey) against the MAP with bands from the
 # isotropic estimate (after fitting its one scale σ²) and from the Laplace approximation; the shaded
-# strip is the gap without training data. Right: the variances themselves, log scale.
+# strip is the gap without training data. Bottom: the variances themselves, log scale.
 # ```
 #
 # ## Where does ‖∇f‖² overstate the variance?
@@ -286,7 +307,8 @@ def _unexplained(q):
     return q["est"]["ggn_f"] / q["est"]["prior_f"]
 
 
-fig, axes = plt.subplots(1, 4, figsize=(15, 3.6), gridspec_kw=dict(width_ratios=[1.3, 1.3, 1, 1]))
+fig, axes = book.subplots(2, 2, panel_height=3.0)
+axes = axes.ravel()
 ax = axes[0]
 ax.plot(x, _log_ratio(qr), color="tab:blue", label="isotropic ‖∇f‖²")
 ax.plot(x, _log_ratio(qr, "ggn_f"), color="tab:green", label="GGN (σ² fitted too)")
@@ -294,16 +316,15 @@ ax.axhline(0, color="k", lw=0.8)
 ax.axvspan(*gap, color="grey", alpha=0.15)
 ax.plot(xtr, np.full_like(xtr, ax.get_ylim()[0]), "|", color="k", ms=8)
 ax.set_xlabel("x (standardised)"), ax.set_ylabel("log10 (σ² × estimate / Var[f])")
-ax.set_title("gap regression: over (>0) or under (<0)", fontsize=9), ax.legend(fontsize=7)
+ax.set_title("gap regression: over (>0), under (<0)", fontsize=9), ax.legend()
 ax = axes[1]
 ax.semilogy(x, _unexplained(qr), color="tab:red")
 ax.axvspan(*gap, color="grey", alpha=0.15)
 ax.plot(xtr, np.full_like(xtr, ax.get_ylim()[0]), "|", color="k", ms=8)
 ax.set_xlabel("x (standardised)"), ax.set_ylabel("GGN variance / prior term")
-ax.set_title("gap regression: prior variance left by the data", fontsize=9)
+ax.set_title("gap regression: prior variance left", fontsize=9)
 _plot_field(axes[2], _log_ratio(q0), r0["data"], "two moons: log10 (σ²‖∇f‖² / Var[f])", log=False)
 _plot_field(axes[3], _unexplained(q0), r0["data"], "two moons: log10 (GGN / prior term)")
-fig.tight_layout()
 glue("fig_overstate", fig, display=False)
 plt.close(fig)
 
@@ -321,10 +342,10 @@ for key, q in (("reg", qr), ("cls", q0)):
 # ```{glue:figure} fig_overstate
 # :name: fig-overstate
 #
-# Where the isotropic estimate is too large or too small (wide grid, seed 0). Left pair, gap
+# Where the isotropic estimate is too large or too small (wide grid, first seed). Top row, gap
 # regression: the log ratio of the scaled estimate to the MCMC variance along x (the GGN-Laplace
 # estimate, also first order in θ, for comparison), and the share of the prior variance that the data
-# leave unexplained; ticks mark the training inputs, the shaded strip is the gap. Right pair, two moons: the
+# leave unexplained; ticks mark the training inputs, the shaded strip is the gap. Bottom row, two moons: the
 # same two quantities over the plane.
 # ```
 #
@@ -334,12 +355,13 @@ for key, q in (("reg", qr), ("cls", q0)):
 # isotropic estimate overstates). The unexplained share runs from {glue:text}`unexplained_reg_lo:.2g`
 # to {glue:text}`unexplained_reg_hi:.2g` over the regression grid and from
 # {glue:text}`unexplained_cls_lo:.2g` to {glue:text}`unexplained_cls_hi:.2g` over the two-moons grid
-# (seed 0): an isotropic covariance treats all of these points alike.
+# (first seed): an isotropic covariance treats all of these points alike.
 #
 # ## Scatter: estimate against reference
 
 # %%
-fig, axes = plt.subplots(1, 4, figsize=(14, 3.4))
+fig, axes = book.subplots(2, 2, panel_height=3.0)
+axes = axes.ravel()
 scat = [(r0["q"]["grid"], "iso_p", "var_p", "two moons: ‖∇p‖² vs Var[p]"),
         (r0["q"]["grid"], "iso_f", "var_f", "two moons: ‖∇f‖² vs Var[f]"),
         (r0["q"]["grid"], "laplace_f", "var_f", "two moons: Laplace vs Var[f]"),
@@ -350,9 +372,9 @@ for ax, (q, ek, rk, t) in zip(axes, scat):
     ax.loglog(s2 * e, ref, ".", ms=3, alpha=0.6)
     lim = [min((s2 * e).min(), ref.min()), max((s2 * e).max(), ref.max())]
     ax.plot(lim, lim, "k--", lw=0.8)
-    ax.set_title(f"{t}\nρ = {metrics.spearman(e, ref):.2f}", fontsize=8)
+    ax.set_title(f"{t}\nρ = {metrics.spearman(e, ref):.2f}", fontsize=9)
     ax.set_xlabel("σ² × estimate"), ax.set_ylabel("MCMC reference")
-fig.tight_layout()
+    ax.tick_params(which="minor", labelbottom=False, labelleft=False)  # narrow log ranges: labels would overlap
 glue("fig_scatter", fig, display=False)
 plt.close(fig)
 
@@ -360,7 +382,7 @@ plt.close(fig)
 # ```{glue:figure} fig_scatter
 # :name: fig-scatter
 #
-# Estimate (after fitting one scale σ²) against the MCMC reference on the wide grid, seed 0. The
+# Estimate (after fitting one scale σ²) against the MCMC reference on the wide grid, first seed. The
 # dashed line is equality; Spearman ρ in each title.
 # ```
 #
@@ -401,8 +423,18 @@ for (task, space, qname, ek), grp in long.groupby(["problem", "space", "queries"
                     "split agreement": grp["ceiling"].mean(),
                     "median |log10 ratio|": grp["median_abs_log10_ratio"].mean(),
                     "within 2×": grp["frac_within_2x"].mean()})
+ESTIMATE_NAMES = {"iso_p": "‖∇p‖² (isotropic)", "iso_f": "‖∇f‖² (isotropic)", "laplace_p": "Laplace",
+                  "laplace_f": "Laplace", "ggn_p": "GGN", "ggn_f": "GGN", "diag_p": "diagonal Laplace",
+                  "diag_f": "diagonal Laplace", "prior_p": "prior-weighted", "prior_f": "prior-weighted",
+                  "aleatoric": "p(1−p) alone"}
+SPACE_NAMES = {"p": "probability", "logit": "logit", "f": "output f"}
 table = pd.DataFrame(summary)
-display(table.style.format(precision=3).hide(axis="index"))
+display(book.table(table, {
+    "problem": "problem", "space": ("space", SPACE_NAMES.get), "queries": "queries",
+    "estimate": ("estimate", ESTIMATE_NAMES.get), "ρ (mean over seeds)": ("ρ, mean over seeds [95% CI]", "", True),
+    "τ": ("Kendall τ", ".3f"), "split agreement": ("split agreement", ".3f"),
+    "median |log10 ratio|": ("median |log10 ratio|", ".3g"), "within 2×": ("share within 2×", ".3g")},
+    caption="Rank agreement of each estimate with the MCMC reference"))
 
 # %% [markdown]
 # The last two columns are the **magnitude view**: after fitting the single scale σ² that best maps
@@ -530,13 +562,35 @@ glue("c3_min_difference", C3_MIN_DIFFERENCE, display=False)
 #
 # Both intervals resample query points at fixed data sets and seeds; the seed-to-seed spread of the
 # per-setting values (stored in the ledger entry's details) can be wider, so with few seeds read
-# the per-seed table above as well.
+# the per-seed table below as well. Per setting (problem × query set × seed), C1's ρ runs from
+# {glue:text}`c1_setting_min:.3f` to {glue:text}`c1_setting_max:.3f`; per seed (mean over the two query
+# sets), C3's difference runs from {glue:text}`c3_seed_min:.3f` to {glue:text}`c3_seed_max:.3f`.
+
+# %%
+c3_by_label = dict(zip(c3_labels, c3_vals))
+c3_logit_by_label = dict(zip(c3_labels, c3_logit_vals))
+per_seed = []
+for label, v, v_logit in zip(c1_labels, c1_vals, c1_logit_vals):
+    task, qname, seed_label = label.split("/")
+    per_seed.append({"problem": task, "queries": qname, "seed": int(seed_label.removeprefix("seed")),
+                     "c1": v, "c1_logit": v_logit,  # C3 is measured in classification only
+                     "c3": c3_by_label[f"{qname}/{seed_label}"] if task == "classification" else np.nan,
+                     "c3_logit": c3_logit_by_label[f"{qname}/{seed_label}"] if task == "classification" else np.nan})
+per_seed = pd.DataFrame(per_seed)
+display(book.table(per_seed, {
+    "problem": "problem", "queries": "queries", "seed": ("seed", "d"),
+    "c1": ("C1: ρ of the paper's estimate", ".3f"), "c1_logit": ("C1: ρ in logit space", ".3f"),
+    "c3": ("C3: ρ(‖∇p‖²) − ρ(Laplace)", ".3f"), "c3_logit": ("C3 in logit space", ".3f")},
+    caption="The claims' numbers per setting (no interval: one data set and one NUTS run each)"))
+c3_per_seed = per_seed.dropna(subset=["c3"]).groupby("seed")["c3"].mean()
+glue("c1_setting_min", float(min(c1_vals)), display=False)
+glue("c1_setting_max", float(max(c1_vals)), display=False)
+glue("c3_seed_min", float(c3_per_seed.min()), display=False)
+glue("c3_seed_max", float(c3_per_seed.max()), display=False)
 
 # %%
 def _verdict_text():
-    names = {"iso_p": "‖∇p‖²", "iso_f": "‖∇f‖²", "laplace_p": "Laplace", "laplace_f": "Laplace", "ggn_p": "GGN",
-             "ggn_f": "GGN", "diag_p": "diagonal Laplace", "diag_f": "diagonal Laplace", "prior_p": "prior-weighted",
-             "prior_f": "prior-weighted", "aleatoric": "p(1−p) alone"}
+    names = dict(ESTIMATE_NAMES, iso_p="‖∇p‖²", iso_f="‖∇f‖²")
     lines = []
     for (task, space), (ref_key, est_keys) in comparisons.items():
         iso = est_keys[0]
@@ -564,26 +618,95 @@ display(Markdown("**Where the isotropic estimate works and where it fails (compu
                  + _verdict_text()))
 
 # %% [markdown]
-# ## What to take away
-#
+# ```{admonition} What to take away
+# :class: important
 # - In probability space the estimate and the reference share the sigmoid factor $(p(1-p))^2$,
-#   which alone ranks points by their distance to the decision boundary. Compare the ‖∇p‖² rows with
-#   the p(1−p) rows above: where they are close, the paper-style number says little about the
-#   gradient itself. The logit-space rows isolate what $\lVert\nabla_\theta f\rVert^2$ contributes,
-#   and that is where the isotropic and Hessian-based estimates separate.
-# - C3 as the ledger measures it (probability space) can hold while the logit-space difference
-#   tells a different story; both are recorded.
-# - In regression there is no sigmoid factor, so its rows are the cleanest test of ‖∇f‖² itself.
-#   Compare them with the GGN rows: the GGN-Laplace estimate is *also* first order in θ (the same
-#   gradient g), but weights its directions by the data's curvature. Where GGN agrees with the
-#   reference and ‖∇f‖² does not, the first-order expansion is fine and it is the isotropic
-#   covariance that fails. In distribution the predictive variance varies little between query
-#   points, so rankings there are fragile (look at the per-seed numbers behind the means).
-# - NUTS on the regression posterior runs at the tree-depth limit (see the diagnostics): the draws
-#   are valid but explore slowly; the agreement of the predictive variance between halves of the
-#   draws is the check that they are good enough for this comparison.
+#   which alone ranks points by their distance to the decision boundary: on the wide grid ‖∇p‖²
+#   reaches ρ = {glue:text}`rho_cls_p_grid_iso:.3f` and p(1−p) alone {glue:text}`rho_cls_p_grid_alea:.3f`.
+#   Where the two are close, the paper-style number says little about the gradient itself. The
+#   logit-space rows isolate what $\lVert\nabla_\theta f\rVert^2$ contributes
+#   (ρ = {glue:text}`rho_cls_f_grid_iso:.3f` against Laplace's {glue:text}`rho_cls_f_grid_laplace:.3f`).
+# - C3 as the ledger measures it (probability space, {glue:text}`c3:.3f`) can hold while the
+#   logit-space difference ({glue:text}`c3_logit:.3f`) tells a different story; both are recorded.
+# - In regression there is no sigmoid factor, so its rows are the cleanest test of ‖∇f‖² itself
+#   (ρ = {glue:text}`rho_reg_grid_iso:.3f` on the wide line, Laplace {glue:text}`rho_reg_grid_laplace:.3f`).
+#   The GGN-Laplace estimate is *also* first order in θ (the same gradient g) but weights its
+#   directions by the data's curvature: where GGN agrees with the reference and ‖∇f‖² does not, the
+#   first-order expansion is fine and it is the isotropic covariance that fails. In distribution
+#   the predictive variance varies little between query points, so rankings there are fragile
+#   (read the per-seed table).
+# - Where the isotropic estimate is off depends on how much of the prior variance the data explain:
+#   the rank correlation of the unexplained share with the log ratio is {glue:text}`overstate_reg:.2f`
+#   in regression and {glue:text}`overstate_cls:.2f` in classification (negative: the more the data
+#   explain, the more it overstates).
+# - NUTS can run at the tree-depth limit (see the diagnostics): the draws are valid but explore
+#   slowly; the split agreement of the predictive variance (lowest {glue:text}`min_split:.3f`) is the
+#   check that they are good enough for this comparison.
 # - Everything here is a small network; how the picture changes with width and depth is the subject
 #   of the next chapter.
+# ```
+#
+# ## Exercises
+#
+# ```{exercise} The sigmoid factor
+# :label: ex04-1
+#
+# With $p = \operatorname{sigmoid} f$, show that $\lVert\nabla_\theta p\rVert^2 = (p(1-p))^2
+# \lVert\nabla_\theta f\rVert^2$, and that to first order $\operatorname{Var}[p] \approx
+# (p(1-p))^2 \operatorname{Var}[f]$. Why does this make a high ρ between ‖∇p‖² and Var[p] weak
+# evidence for the isotropic covariance?
+# ```
+#
+# ````{solution} ex04-1
+# :class: dropdown
+#
+# $dp/df = p(1-p)$, so $\nabla_\theta p = p(1-p)\nabla_\theta f$ by the chain rule; squaring the
+# norm gives the first identity, and the delta method applied to $p(f)$ gives the second. Both sides
+# carry the same factor $(p(1-p))^2$, which varies over many orders of magnitude between the decision
+# boundary and the far field. A ranking dominated by that shared factor agrees well whatever
+# $\lVert\nabla_\theta f\rVert^2$ and $\operatorname{Var}[f]$ do: that is why the table includes
+# p(1−p) alone as an "estimate", and why the logit-space rows are the real test.
+# ````
+#
+# ```{exercise} Why fit only one scale?
+# :label: ex04-2
+#
+# The figures multiply the isotropic estimate by a fitted σ² before comparing magnitudes. Does σ²
+# change Spearman ρ? What does the magnitude view (median |log10 ratio|, share within 2×) measure
+# that ρ does not?
+# ```
+#
+# ````{solution} ex04-2
+# :class: dropdown
+#
+# No: multiplying by a positive constant keeps the order of the query points, and ρ depends only on
+# ranks. σ² is unknown in the paper's method (it is the isotropic posterior variance), so only ranks
+# are testable without it. After fitting σ², the magnitude view asks whether *one* scale fits
+# everywhere: a median |log10 ratio| of 0.3 means the typical point is off by a factor 2, so a
+# well-ranked estimate can still be wrong by location-dependent factors (the overstatement figure
+# shows where).
+# ````
+#
+# ```{exercise} Try it: more seeds
+# :label: ex04-3
+#
+# The intervals above resample query points, not seeds. Rebuild this chapter in the smoke profile
+# with more seeds, `python -m gnuq_core.repro.chapters run 04 --profile smoke --set n_seeds=3`
+# (each seed adds one NUTS run per problem; the banner at the top of the page shows how long this
+# build took, so expect roughly three times its sampling time). Before you run it, predict: will the
+# per-seed table's C3 differences stay inside the C3 interval of one seed?
+# ```
+#
+# ````{solution} ex04-3
+# :class: dropdown
+#
+# Usually not. Each seed draws a new data set, a new MAP and a new NUTS run, and the ranking of a
+# small network's variance changes with all three, while the bootstrap interval only reflects the
+# finite number of query points at one seed. Compare the spread of the per-seed rows with the
+# width of the interval: when the seeds lie further apart than the interval is wide, the interval
+# understates the uncertainty, and one that includes this variation must resample seeds as well as
+# query points (a hierarchical bootstrap).
+# ````
 
 # %% tags=["remove-input"]
 prov.show()
