@@ -13,12 +13,21 @@
 # %% [markdown]
 # # Scaling: does ‖∇θ p‖² agree better with the posterior as the network grows?
 #
+# ```{admonition} Learning goals
+# :class: tip
+# - Measure how the rank agreement of the isotropic estimate with a {term}`NUTS` reference changes
+#   with the number of parameters, and read a slope per decade with its interval.
+# - Use the tangent-kernel view to explain when the isotropic and the {term}`GGN`-Laplace variances
+#   should agree.
+# - See that "isotropic" depends on the parameterisation (plain versus fan-in prior).
+# ```
+#
 # The paper reports that the rank correlation between the isotropic estimate and the MCMC reference
 # improves with model size. This chapter measures ρ for networks of increasing width and depth,
 # under two prior parameterisations and on both query sets, and then looks for the reason in the
 # **tangent-kernel view**.
 #
-# For a network $f(x;\theta)$ the (empirical) neural tangent kernel at $\theta^*$ is
+# For a network $f(x;\theta)$ the (empirical) neural tangent kernel {cite}`jacot2018neural` at $\theta^*$ is
 # $\Theta(x, x') = \nabla_\theta f(x)^\top \nabla_\theta f(x')$, so the isotropic estimate in logit
 # space is its diagonal, $\lVert g(x)\rVert^2 = \Theta(x,x)$. A linearised (GGN) Laplace posterior
 # with prior covariance $\Sigma_0$ has predictive variance
@@ -84,10 +93,12 @@ from myst_nb import glue
 from tqdm.auto import tqdm
 
 from gnuq_core import stats as metrics
+from gnuq_core.repro import display as book
 from gnuq_core.repro.claims import Measurement, judge, record
 from gnuq_core.bayes.mcmc import NutsSettings
 from gnuq_core.bayes.validation import PAPER_ESTIMATE, Setting, evaluate, setting_id, stored_references
 
+book.use_book_style()
 seeds = list(range(seed, seed + n_seeds))
 problem_setup = {
     "two_moons": dict(data=dict(n_train=n_train_cls, noise=noise_cls, n_query_in=n_query_in, grid_size=grid_size_cls),
@@ -102,7 +113,7 @@ problem_setup = {
 #
 # Every combination of problem, prior, depth, width and seed (at depth 2 and more only the widths in
 # `deep_widths`, since NUTS on deep wide nets takes hours) gets its own data set (per seed), MAP
-# and NUTS reference (cached on disk; settings shared with the previous chapter are read back).
+# and NUTS reference {cite}`hoffman2014nuts` (cached on disk; settings shared with the previous chapter are read back).
 # Only the isotropic estimate and the tangent-kernel quantities are computed: the exact Hessian is
 # out of reach for the larger networks, but the GGN-Laplace variance is cheap in its
 # function-space (Woodbury) form above.
@@ -164,7 +175,13 @@ health = (df.groupby(setting_keys, sort=False)
           .reset_index())
 nuts_minutes = (df.drop_duplicates(setting_keys + ["seed"]).groupby(setting_keys)["nuts_s"].sum() / 60)
 health = health.merge(nuts_minutes.rename("nuts_minutes").reset_index(), on=setting_keys)
-display(health.style.format(precision=3).format({"map_grad_max": "{:.1e}"}).hide(axis="index"))
+SETTING_COLUMNS = {"problem": "problem", "prior": "prior", "depth": ("depth", "d"), "width": ("width", "d")}
+display(book.table(health, {
+    **SETTING_COLUMNS, "n_params": ("parameters", "d"), "divergences": ("divergences", "d"),
+    "saturation": ("tree-depth saturation (max)", ".3g"), "rhat_pred_max": ("R-hat of predictions (max)", ".3g"),
+    "split_agreement_min": ("split agreement (min)", ".3f"), "map_grad_max": ("MAP gradient norm (max)", ".1e"),
+    "nuts_minutes": ("NUTS minutes", ".3g")},
+    caption="Sampler health per setting (over seeds and query sets)"))
 glue("sc_divergences", int(health["divergences"].sum()), display=False)
 glue("sc_min_split", float(health["split_agreement_min"].min()), display=False)
 glue("sc_nuts_hours", float(health["nuts_minutes"].sum() / 60), display=False)
@@ -172,7 +189,7 @@ glue("sc_nuts_hours", float(health["nuts_minutes"].sum() / 60), display=False)
 # %% [markdown]
 # In total {glue:text}`sc_divergences` divergent transitions; the lowest split agreement was
 # {glue:text}`sc_min_split:.3f`. Sampling the references took {glue:text}`sc_nuts_hours:.2f` hours
-# of wall time in all (`nuts_minutes`: summed over seeds, as recorded when each was sampled, on
+# of wall time in all (the NUTS-minutes column: summed over seeds, as recorded when each was sampled, on
 # whatever machine and load that was; a rebuild reads them back from the cache or the results store).
 #
 # ### Settings where ρ is undefined
@@ -190,7 +207,10 @@ undefined_settings = (undefined.groupby(setting_keys + ["seed"], sort=False)
                            est_distinct=("est_distinct", "max"))
                       .reset_index())
 if len(undefined_settings):
-    display(undefined_settings.style.format({"map_max_abs": "{:.1e}", "map_grad": "{:.1e}"}).hide(axis="index"))
+    display(book.table(undefined_settings, {
+        **SETTING_COLUMNS, "seed": ("seed", "d"), "map_max_abs": ("largest |θ*|", ".1e"),
+        "map_grad": ("MAP gradient norm", ".1e"), "est_distinct": ("distinct estimate values", "d")},
+        caption="Settings where ρ is undefined"))
 glue("n_undefined", len(undefined_settings), display=False)
 glue("n_defined", len(grid) - len(undefined_settings), display=False)
 df = df.drop(index=undefined.index)
@@ -212,10 +232,10 @@ def _size_axis(ax):
 
 
 groups = list(itertools.product(problems, ["in", "grid"]))
-fig, axes = plt.subplots(1, len(groups), figsize=(5 * len(groups), 3.8), squeeze=False)
+fig, axes = book.subplots(len(problems), 2, panel_height=3.0, squeeze=False, sharey=True)
 markers = {1: "o", 2: "s", 3: "^"}
 colors = {"plain": "tab:blue", "fan_in": "tab:orange"}
-for ax, (prob, qname) in zip(axes[0], groups):
+for ax, (prob, qname) in zip(axes.ravel(), groups):
     sub = df[(df.problem == prob) & (df.queries == qname)]
     for (pr, dp), g in sub.groupby(["prior", "depth"]):
         m = g.groupby("n_params").agg(rho=("rho", "mean"), lo=("rho", "min"), hi=("rho", "max")).reset_index()
@@ -224,12 +244,14 @@ for ax, (prob, qname) in zip(axes[0], groups):
         ax.plot(g.n_params, g.rho_logit, marker=markers.get(dp, "o"), color=colors[pr], ls=":", alpha=0.5, lw=0.8)
     t = metrics.trend(sub.log10_params, sub.rho, sub.seed, seed=seed, n_boot=500)
     xx = np.linspace(sub.log10_params.min(), sub.log10_params.max(), 10)
-    ax.plot(10**xx, t.intercept + t.slope * xx, "k--", lw=1, label=f"trend: {t.slope:+.3f} per decade")
+    ax.plot(10**xx, t.intercept + t.slope * xx, "k--", lw=1, label="pooled trend")
     _size_axis(ax)
     ax.set_ylabel("Spearman ρ")
-    ax.set_title(f"{prob}, {qname} queries", fontsize=9)
-    ax.legend(fontsize=6)
-fig.tight_layout()
+    ax.set_title(f"{prob}, {qname} queries\ntrend {t.slope:+.3f} per decade", fontsize=9)
+for ax in axes[:, 1]:
+    ax.set_ylabel("")  # the y axis is shared along each row
+handles, labels = axes.ravel()[0].get_legend_handles_labels()
+fig.legend(handles, labels, loc="outside lower center", ncols=3)
 glue("fig_scaling", fig, display=False)
 plt.close(fig)
 
@@ -238,9 +260,10 @@ plt.close(fig)
 # :name: fig-scaling
 #
 # Spearman ρ between the paper's estimate (‖∇p‖² in classification, ‖∇f‖² in regression) and the
-# MCMC reference, against the number of parameters; mean over seeds with the range across seeds as
-# bars. Dotted: the logit-space ρ(‖∇f‖², Var[f]). Dashed: the pooled least-squares trend in
-# log10(#parameters).
+# MCMC reference, against the number of parameters, one panel per problem and query set; mean over
+# seeds with the range across seeds as bars (colour: prior; marker: depth). Dotted: the logit-space
+# ρ(‖∇f‖², Var[f]) per seed. Dashed: the pooled least-squares trend in log10(#parameters), its slope
+# in the panel's title.
 # ```
 
 # %%
@@ -255,12 +278,17 @@ for keys, sub in [(("all", "all", "all"), df)] + [
         trend_rows.append(dict(problem=keys[0], prior=keys[1], queries=keys[2], measure=col, slope=t.slope,
                                lo=t.slope_ci[0], hi=t.slope_ci[1], verdict=verdict, points=t.n_points))
 trends = pd.DataFrame(trend_rows)
-display(trends.style.format(precision=3).hide(axis="index"))
+MEASURE_NAMES = {"rho": "ρ, paper's estimate", "rho_logit": "ρ, logit space", "rho_prior": "ρ, prior-weighted"}
+display(book.table(trends, {
+    "problem": "problem", "prior": "prior", "queries": "queries", "measure": ("measure", MEASURE_NAMES.get, True),
+    "slope": ("slope per decade", ".3f"), "lo": ("95% CI low", ".3f"), "hi": ("95% CI high", ".3f"),
+    "verdict": ("C2 rule", "", True), "points": ("points", "d")},
+    caption="Slope of ρ against log10(#parameters), pooled ('all') and per subset"))
 
 # %% [markdown]
 # The table gives the slope of ρ per decade of parameters, pooled and per problem, prior and query
-# set, for the paper's quantity (`rho`), in logit space (`rho_logit`) and for the prior-weighted
-# gradient norm (`rho_prior`, the isotropic estimate in whitened coordinates). The interval is a two-level
+# set, for the paper's quantity (ρ, paper's estimate), in logit space and for the prior-weighted
+# gradient norm (the isotropic estimate in whitened coordinates). The interval is a two-level
 # bootstrap: seeds are resampled and each ρ is replaced by one of its own bootstrap replicates over
 # query points (with one or two seeds the seed level is crude). The verdict column applies
 # the ledger's rule for C2 to each row.
@@ -268,7 +296,9 @@ display(trends.style.format(precision=3).hide(axis="index"))
 # ## Why: the tangent-kernel view
 
 # %%
-fig, axes = plt.subplots(1, 3, figsize=(14, 3.6))
+fig, axes = book.subplots(2, 2, panel_height=3.0)
+legend_ax = axes[1, 1]
+axes = axes.ravel()[:3]
 for (pr, dp, qn), g in df.groupby(["prior", "depth", "queries"]):
     m = g.groupby("n_params")[["rank", "rho_iso_vs_ggn", "rho_ggn", "rho_logit"]].mean().reset_index()
     ls = "-" if qn == "grid" else "--"
@@ -277,16 +307,19 @@ for (pr, dp, qn), g in df.groupby(["prior", "depth", "queries"]):
     axes[1].plot(m.n_params, m.rho_iso_vs_ggn, ls, marker=markers.get(dp, "o"), color=colors[pr], label=lab)
     axes[2].plot(m.n_params, m.rho_ggn - m.rho_logit, ls, marker=markers.get(dp, "o"), color=colors[pr], label=lab)
 sizes = np.array(sorted(df.n_params.unique()))
-axes[0].plot(sizes, np.minimum(sizes, n_train_cls), "k:", lw=1, label="min(#params, #train two moons): full rank")
-axes[0].set_ylabel("numerical rank of J_X at the MAP")
+axes[0].plot(sizes, np.minimum(sizes, n_train_cls), "k:", lw=1, label="full rank: min(#params, #train)")
+axes[0].set_ylabel("rank of J_X at the MAP")
+axes[0].set_title("numerical rank of J_X", fontsize=9)
 axes[0].set_yscale("log")
-axes[1].set_ylabel("ρ(‖∇f‖², GGN-Laplace Var[f])")
-axes[2].set_ylabel("ρ(GGN) − ρ(isotropic), vs MCMC Var[f]")
+axes[1].set_ylabel("ρ(‖∇f‖², GGN Var[f])")
+axes[1].set_title("isotropic vs GGN-Laplace, same θ*", fontsize=9)
+axes[2].set_ylabel("ρ(GGN) − ρ(isotropic)")
+axes[2].set_title("gain of GGN against MCMC Var[f]", fontsize=9)
 axes[2].axhline(0, color="k", lw=0.5)
 for ax in axes:
     _size_axis(ax)
-axes[0].legend(fontsize=6)
-fig.tight_layout()
+legend_ax.axis("off")
+legend_ax.legend(*axes[0].get_legend_handles_labels(), loc="center", title="prior, depth, queries")
 glue("fig_ntk", fig, display=False)
 plt.close(fig)
 
@@ -304,11 +337,13 @@ for k, v in dict(rank_small=rank_small, rank_large=rank_large, span_small=span_s
 # ```{glue:figure} fig_ntk
 # :name: fig-ntk
 #
-# The tangent-kernel view, logit space, mean over seeds (solid: grid queries; dashed: in-distribution).
-# Left: numerical rank of the training-point Jacobian $J_X$ at the MAP (singular values above 10⁻⁶
-# of the largest); dotted, the rank it could have. The share of ‖g(x)‖² outside the span of the
-# training gradients is in the table below (`span_resid`, floored at 10⁻¹²). Middle: how well the isotropic ‖∇f‖² ranks like the GGN-Laplace variance computed at the
-# same θ*. Right: how much better the GGN-Laplace estimate agrees with MCMC than the isotropic one.
+# The tangent-kernel view, logit space, mean over seeds (solid: grid queries; dashed: in-distribution;
+# the legend panel names the lines). Top left: numerical rank of the training-point Jacobian $J_X$ at
+# the MAP (singular values above 10⁻⁶ of the largest); dotted, the rank it could have (two moons'
+# training set). The share of ‖g(x)‖² outside the span of the training gradients is in the table
+# below (column "outside span", floored at 10⁻¹²). Top right: how well the isotropic ‖∇f‖² ranks like
+# the GGN-Laplace variance computed at the same θ*. Bottom left: how much better the GGN-Laplace
+# estimate agrees with MCMC than the isotropic one.
 # ```
 #
 # For the smallest network the share of ‖g‖² *outside* the span of the training gradients has median
@@ -327,7 +362,7 @@ for k, v in dict(rank_small=rank_small, rank_large=rank_large, span_small=span_s
 # **The parameterisation matters.** With the fan-in prior, the prior covariance Σ₀ is not a multiple
 # of I in these coordinates, so "isotropic" is a choice of coordinates: the prior-weighted
 # $\sum_i \sigma_{0,i}^2 g_i^2$ is exactly the isotropic ‖g‖² in the "NTK parameterisation"
-# θ = σ₀ ⊙ u (isotropic in u). The `rho_prior` rows of the trend table and the table below (means over seeds) compare
+# θ = σ₀ ⊙ u (isotropic in u). The prior-weighted rows of the trend table and the table below (means over seeds) compare
 # the two. In the widest depth-1 network (grid queries, median over points, mean over seeds and
 # problems) the output layer's weights and bias, whose gradient is the last hidden activation and 1,
 # carry {glue:text}`out_share_fan_in:.2f` of ‖g‖² under the fan-in prior and
@@ -343,8 +378,13 @@ for pr in ("plain", "fan_in"):  # NaN for a prior this run left out
 by_size = (df.groupby(["problem", "prior", "depth", "width", "queries"], sort=False)
            [["n_params", "rho", "rho_prior", "rho_logit", "rho_ggn", "rho_alea", "split", "rank", "span_resid",
              "out_share"]].mean().reset_index())
-display(by_size.style.format(precision=3).format({"span_resid": "{:.1e}", "n_params": "{:.0f}", "rank": "{:.0f}"})
-        .hide(axis="index"))
+display(book.table(by_size, {
+    **SETTING_COLUMNS, "queries": "queries", "n_params": ("parameters", ".0f"),
+    "rho": ("ρ, paper's estimate", ".3f"), "rho_prior": ("ρ, prior-weighted", ".3f"),
+    "rho_logit": ("ρ, logit space", ".3f"), "rho_ggn": ("ρ, GGN-Laplace", ".3f"), "rho_alea": ("ρ, p(1−p) alone", ".3f"),
+    "split": ("split agreement", ".3f"), "rank": ("rank of J_X", ".3g"), "span_resid": ("outside span", ".1e"),
+    "out_share": ("output-layer share of ‖g‖²", ".3g")},
+    caption="Per setting, means over seeds"))
 
 # %% [markdown]
 # ## Claim C2
@@ -381,6 +421,80 @@ glue("c2_subsets_reproduced", f"{n_rep} of {len(trends)}", display=False)
 # subset (problem × prior × query set, in probability and logit space), the rule says "reproduced"
 # in {glue:text}`c2_subsets_reproduced` rows of the trend table. A positive trend in the pooled
 # number but not in the subsets would mean it is carried by a few settings; read the table.
+
+# %% [markdown]
+# ```{admonition} What to take away
+# :class: important
+# - The paper's claim is a trend: here the pooled slope of ρ per decade of parameters is
+#   {glue:text}`c2:.3f` ({glue:text}`c2_lo:.3f` to {glue:text}`c2_hi:.3f`), **{glue:text}`c2_verdict`**
+#   by the ledger's rule; the same rule says "reproduced" in {glue:text}`c2_subsets_reproduced` rows
+#   of the trend table. A pooled slope can hide subsets that go the other way; its interval resamples
+#   seeds and query points, not settings.
+# - The tangent-kernel view predicts agreement only if a growing share of ‖g‖² falls outside the span
+#   of the training gradients. Measured, that share goes from {glue:text}`span_small:.2e` (smallest
+#   network) to {glue:text}`span_large:.2e` (largest), and the rank agreement of ‖∇f‖² with the
+#   GGN-Laplace variance from {glue:text}`iso_ggn_small:.3f` to {glue:text}`iso_ggn_large:.3f`.
+# - "Isotropic" is a statement about coordinates: under the fan-in prior the prior-weighted norm is the
+#   isotropic estimate of the NTK parameterisation, so the two can rank points differently (under the
+#   plain prior they coincide).
+# ```
+#
+# ## Exercises
+#
+# ```{exercise} The prior term is the kernel's diagonal
+# :label: ex05-1
+#
+# Show that with $\Sigma_0 = \sigma_0^2 I$ the prior term $g^\top\Sigma_0 g$ of the linearised
+# posterior variance is $\sigma_0^2\,\Theta(x, x)$, the diagonal of the tangent kernel. When is the
+# subtracted ("explained-away") term zero?
+# ```
+#
+# ````{solution} ex05-1
+# :class: dropdown
+#
+# $g^\top \sigma_0^2 I g = \sigma_0^2 \lVert g\rVert^2 = \sigma_0^2\, \nabla_\theta f(x)^\top
+# \nabla_\theta f(x) = \sigma_0^2\,\Theta(x,x)$. The subtracted term is
+# $\sigma_0^4\, g^\top J_X^\top (\cdot)^{-1} J_X g$; it vanishes when $J_X g = 0$, i.e. when $g$ is
+# orthogonal to every training-point gradient. Only then is the posterior variance exactly the
+# isotropic prior term; the "outside span" column measures how close the networks come to that.
+# ````
+#
+# ```{exercise} Why a slope per decade?
+# :label: ex05-2
+#
+# The trend is fitted against $\log_{10}$(#parameters), not the number of parameters. What would a
+# linear fit in the raw count be dominated by, and what does a slope of +0.1 per decade mean for a
+# network 100 times larger?
+# ```
+#
+# ````{solution} ex05-2
+# :class: dropdown
+#
+# The sizes grow geometrically (each width a multiple of the last), so in the raw count the largest network sits far
+# to the right and alone fixes the slope. On a log axis the sizes are evenly spaced and each weighs
+# the same. A slope of +0.1 per decade means ρ rises by about 0.2 from one network to one 100 times
+# larger, if the trend is linear in the log, which the per-setting points above let you check.
+# ````
+#
+# ```{exercise} Try it: a wider network
+# :label: ex05-3
+#
+# Add a width to the smoke profile's list and rebuild:
+# `python -m gnuq_core.repro.chapters run 05 --profile smoke --set "widths=[3, 6, 12]"`. The banner
+# shows how long this build took; the new width adds one NUTS run per seed and prior, and wider
+# networks sample more slowly. Predict first: will the share of ‖g‖² outside the training span grow,
+# and will the pooled slope's verdict change?
+# ```
+#
+# ````{solution} ex05-3
+# :class: dropdown
+#
+# With 40 training points, width 12 has more parameters than training points, so the training span
+# no longer covers the whole parameter space and the outside-span share can leave 10⁻¹². Whether it
+# grows enough to matter is what the tangent-kernel figure shows; the slope's verdict rests on few
+# sizes and one seed in the smoke profile, so its interval is wide and a change of verdict between
+# such runs is expected, not evidence.
+# ````
 
 # %% tags=["remove-input"]
 prov.show()
