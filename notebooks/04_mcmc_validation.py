@@ -175,7 +175,7 @@ diag = pd.DataFrame(diag_rows)
 display(book.table(diag, {
     "problem": "problem", "seed": ("seed", "d"), "queries": "queries", "divergences": ("divergences", "d"),
     "tree-depth saturation": ("tree-depth saturation", ".3g"), "R-hat θ (max)": ("R-hat θ (max)", ".3g"),
-    "R-hat pred (max)": ("R-hat of predictions (max)", ".3g"), "ESS pred (min)": ("ESS of predictions (min)", ".3g"),
+    "R-hat pred (max)": ("R-hat of predictions (max)", ".3g"), "ESS pred (min)": ("ESS of predictions (min)", ".0f"),
     "split agreement ρ": ("split agreement ρ", ".3f"), "MAP ‖∇‖": ("MAP gradient norm", ".1e")},
     caption="NUTS diagnostics per problem, seed and query set"))
 glue("total_divergences", int(diag.drop_duplicates(["problem", "seed"])["divergences"].sum()), display=False)
