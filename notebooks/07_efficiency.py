@@ -13,10 +13,23 @@
 # %% [markdown]
 # # Efficiency: what one forward-backward pass costs, and what a QA record costs
 #
+# ```{admonition} Learning goals
+# :class: tip
+# - Measure the cost of the gradient pass against its floor, one no-grad forward over the
+#   same tokens, and say why an ordinary backward costs about two forwards more.
+# - Compare the estimator's cost with the sampling baselines ({term}`semantic entropy`,
+#   predictive entropy) and {term}`P(True)`, paired within a round (claim C8).
+# - Read how cost grows with prompt length, answer length and model size, and where the
+#   time goes.
+# - Turn records per hour into the wall time of the full QA study.
+# ```
+#
 # The paper's selling point is cost: its estimator needs one forward and one backward
 # pass of the unmodified model, where the sampling baselines need $N$ generated answers
 # (and semantic entropy a clustering of them). The paper reports it **46–107× faster**
-# than the baselines (claim C8). This chapter measures that ratio on the machine that
+# than the baselines (claim C8) {cite}`grunefeld2026isotropic`, which sample answers for
+# semantic entropy {cite}`kuhn2023semantic,farquhar2024detecting` or ask the model about
+# its own answer, P(True) {cite}`kadavath2022language`. This chapter measures that ratio on the machine that
 # builds the book, how close the gradient pass comes to its floor (one forward over the
 # same tokens), and how many complete QA records per hour the whole pipeline produces,
 # which decides how long the full QA study takes.
@@ -66,9 +79,10 @@ throughput = True  # records per hour of the whole QA pipeline (text models)
 throughput_questions = 0  # questions per dataset for records/hour (0: n_questions)
 layouts = [[1, 2], [2, 1]]  # records/hour layouts [processes, threads per process]
 
-# %%
+# %% tags=["remove-cell"]
 import json
 import os
+import textwrap
 import warnings
 
 import matplotlib.pyplot as plt
@@ -84,12 +98,43 @@ from gnuq_core.bench.run import run
 from gnuq_core.bench.scaling import slope_ratio
 from gnuq_core.bench.summary import c8_measurement, method_costs
 from gnuq_core.repro import claims
+from gnuq_core.repro import display as book
 from gnuq_core.repro.paths import REPO_ROOT, generated_dir
 from gnuq_core.repro.provenance import Provenance
 
 warnings.filterwarnings("ignore")  # transformers/GGUF loading notices; none affects a number here
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 prov = Provenance.start()
+book.use_book_style()
+
+
+def rows_table(rows: list[dict], fmt: dict[str, str] | None = None, *, caption: str | None = None) -> book.Table:
+    """A benchmark report's rows as a book table: shares as percentages, counts as integers,
+    other numbers to three significant digits, intervals on one line."""
+    df = pd.DataFrame(rows)
+    fmt = {"records / hour": ",.0f", **(fmt or {})}
+    spec = {}
+    for c in df.columns:
+        if c in fmt:
+            f = fmt[c]
+        elif c.endswith(" share"):
+            f = ".0%"
+        elif pd.api.types.is_integer_dtype(df[c]):
+            f = "d"
+        elif pd.api.types.is_float_dtype(df[c]):
+            f = ".3g"
+        else:
+            f = ""
+        spec[c] = (header(c), f, "CI" in c)
+    return book.table(df, spec, caption=caption)
+
+
+def header(column: str) -> str:
+    """A report column's header in words (pass names such as ``gradient_lm_head`` spelled out)."""
+    for code, words in (("_no_embeddings", ", no embeddings"), ("_last_block", ", last block"),
+                        ("_lm_head", ", LM head"), ("p_true", "P(True)")):
+        column = column.replace(code, words)
+    return column
 
 # %% [markdown]
 # ## Running the benchmark
@@ -134,7 +179,7 @@ glue("clusterer_name", Markdown(res["clusterer"]), display=False)
 # row; the scores named in each row are those of the registry.
 
 # %%
-display(pd.DataFrame(report.cost_rows(res)).style.format(precision=4).hide(axis="index"))
+display(rows_table(report.cost_rows(res)))
 
 # %% [markdown]
 # ## Against the floor: gradient pass ÷ one forward
@@ -148,7 +193,7 @@ display(pd.DataFrame(report.cost_rows(res)).style.format(precision=4).hide(axis=
 # %%
 glue("target_ratio", bench_config.TARGET_GRAD_OVER_FORWARD, display=False)
 floor = report.floor_rows(res)
-glue("floor_table", pd.DataFrame(floor).style.format(precision=3).hide(axis="index"))
+glue("floor_table", rows_table(floor, {"gradient ÷ forward": ".2f", "CPU-time ratio": ".2f"}))
 glue("floor_list", Markdown("; ".join(
     f"`{r['model']}` {r['gradient ÷ forward']:.2f}× (95% CI {r['95% CI'][1:-1].replace(', ', '–')}, "
     f"{r['rounds']} rounds; {r['verdict']})" for r in floor)), display=False)
@@ -166,7 +211,7 @@ glue("floor_model_0", Markdown(f"`{floor[0]['model']}`"), display=False)
 # small Gram matrices instead of the $V \times d$ gradient.
 
 # %%
-fig, ax = plt.subplots(figsize=(7, 3.2))
+fig, ax = book.subplots(panel_height=3.2)
 keys = ["gradient_over_forward", *(f"gradient_{g}_over_forward" for g in bench_config.GRAD_GROUPS)]
 width = 0.8 / max(1, len(res["models"]))
 for i, (spec, e) in enumerate(res["models"].items()):
@@ -182,8 +227,7 @@ ax.axhline(bench_config.TARGET_GRAD_OVER_FORWARD, color="r", lw=1, ls="--",
 ax.set_xticks(np.arange(len(keys)) + width * (len(res["models"]) - 1) / 2)
 ax.set_xticklabels(["all", "no embeddings", "last block", "LM head"])
 ax.set_ylabel("time ÷ one forward")
-ax.legend(fontsize=7, loc="upper right")
-fig.tight_layout()
+ax.legend(loc="upper right")
 glue("fig_floor", fig, display=False)
 plt.close(fig)
 
@@ -206,10 +250,10 @@ plt.close(fig)
 # generation that every method shares (and with it).
 
 # %%
-display(pd.DataFrame(report.speedup_rows(res)).style.format(precision=2).hide(axis="index"))
+display(rows_table(report.speedup_rows(res)))
 
 costs = method_costs()
-fig, ax = plt.subplots(figsize=(7, 3.2))
+fig, ax = book.subplots(panel_height=3.4)
 base = [k for k in costs if any(k in e["summary"]["speedup"] for e in res["models"].values())]
 for i, (spec, e) in enumerate(res["models"].items()):
     vals = [e["summary"]["speedup"].get(k) for k in base]
@@ -221,10 +265,9 @@ ax.axhspan(*bench_config.PAPER_SPEEDUP, color="0.85", zorder=0, label="paper: 46
 ax.axhline(1.0, color="k", lw=0.8)
 ax.set_yscale("log")
 ax.set_xticks(np.arange(len(base)) + width * (len(res["models"]) - 1) / 2)
-ax.set_xticklabels([k.replace("+", "\n+ ") for k in base], fontsize=7)
+ax.set_xticklabels([textwrap.fill(costs[k]["label"].split(":")[0], 16) for k in base])
 ax.set_ylabel("speed-up of the estimator (×)")
-ax.legend(fontsize=7)
-fig.tight_layout()
+ax.legend()
 glue("fig_speedup", fig, display=False)
 plt.close(fig)
 
@@ -297,7 +340,7 @@ glue("p1_speedup", float(np.median(p1)) if p1 else float("nan"), display=False)
 # %%
 tp_rows = report.throughput_rows(res)
 if tp_rows:
-    glue("throughput_table", pd.DataFrame(tp_rows).style.format(precision=3).hide(axis="index"))
+    glue("throughput_table", rows_table(tp_rows, {"records": "d", "study (h)": ".3g"}))
     glue("rph_list", Markdown("; ".join(
         f"`{r['model']}`, {r['layout']}: {r['records / hour']:,.0f} records/hour ({r['s / record']:.1f} s per record, "
         f"{r['records']} records)" for r in tp_rows)), display=False)
@@ -348,7 +391,7 @@ else:
 glue("mem_target", bench_config.TARGET_MEMORY_FRACTION, display=False)
 mem_rows = report.memory_rows(res)
 if mem_rows:
-    display(pd.DataFrame(mem_rows).style.format(precision=2).hide(axis="index"))
+    display(rows_table(mem_rows))
     worst = max(mem_rows, key=lambda r: r["gradient ÷ one gradient"])
     mem_ok = all(res["targets"][r["model"]]["extra_memory_over_gradient"]["met"] for r in mem_rows)
     glue("mem_worst_model", Markdown(f"`{worst['model']}`"), display=False)
@@ -378,7 +421,7 @@ else:
 # ## How cost grows with length and size
 
 # %%
-fig, axes = plt.subplots(1, 3, figsize=(10, 3.1))
+fig, axes = book.subplots(1, 3, panel_height=2.7)
 for spec, e in res["models"].items():
     sw = e.get("sweeps")
     if not sw:
@@ -393,9 +436,9 @@ for spec, e in res["models"].items():
 for ax, kind in zip(axes[:2], ("answer", "prompt")):
     ax.set_xlabel(f"{kind} tokens")
     ax.set_ylabel("seconds")
-axes[0].set_title("answer length (prompt fixed)", fontsize=9)
-axes[1].set_title("prompt length (8-token answer)", fontsize=9)
-axes[0].legend(fontsize=6)
+axes[0].set_title("answer length\n(prompt fixed)")
+axes[1].set_title("prompt length\n(8-token answer)")
+fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=2)
 lad = res.get("ladder", [])
 if lad:
     axes[2].plot([r["params"] for r in lad], [r["gradient"] for r in lad], "o-", label="gradient")
@@ -405,9 +448,8 @@ for e in res["models"].values():
 axes[2].set_xscale("log")
 axes[2].set_yscale("log")
 axes[2].set_xlabel("parameters")
-axes[2].set_title("model size (▲: models above)", fontsize=9)
-axes[2].legend(fontsize=6)
-fig.tight_layout()
+axes[2].set_title("model size\n(▲: models above)")
+axes[2].legend()
 glue("fig_scaling", fig, display=False)
 plt.close(fig)
 
@@ -445,7 +487,8 @@ prof = first.get("profile") or {}
 if prof:
     top = pd.DataFrame([{"pass": k, "operator": o["op"], "self ms": o["self_us"] / 1e3, "calls": o["calls"]}
                         for k, v in prof.items() for o in v["ops"][:8]])
-    display(top.style.format({"self ms": "{:.2f}"}).hide(axis="index"))
+    display(book.table(top, {"pass": "pass", "operator": "operator", "self ms": ("self time (ms)", ".3g"),
+                             "calls": ("calls", "d")}))
 glue("mm_share_forward", matmul_share(prof["forward"]) if prof else float("nan"), display=False)
 glue("mm_share_gradient", matmul_share(prof["gradient"]) if prof else float("nan"), display=False)
 
@@ -470,14 +513,16 @@ if gres and gres.get("schema") == bench_config.SCHEMA:
     gm = gres["machine"]
     display(Markdown(f"GPU results from **{gm.get('gpu') or gm.get('device')}** "
                      f"(torch {gres['versions'].get('torch')}, commit `{gres['git'].get('commit', '?')[:12]}`):"))
-    display(pd.DataFrame(report.floor_rows(gres)).style.format(precision=2).hide(axis="index"))
-    display(pd.DataFrame(report.speedup_rows(gres)).style.format(precision=2).hide(axis="index"))
+    display(rows_table(report.floor_rows(gres), {"gradient ÷ forward": ".2f", "CPU-time ratio": ".2f"}))
+    display(rows_table(report.speedup_rows(gres)))
 else:
     display(Markdown("No GPU results of this benchmark version are committed (`bench/gpu_results.json`)."))
 
 # %% [markdown]
 # ## Summary
 #
+# ````{admonition} Key takeaways
+# :class: important
 # - The gradient pass costs {glue:text}`floor_ratio_0:.2f` forwards on
 #   {glue:md}`floor_model_0` (all models: {glue:md}`floor_list`); its extra memory is a
 #   small fraction of one gradient ({glue:text}`mem_worst_frac:.3f` at most).
@@ -488,6 +533,72 @@ else:
 #   floor.
 # - The whole QA pipeline produces {glue:md}`rph_list`; the full study would take about
 #   {glue:text}`campaign_best_hours:.1f` h on this machine ({glue:md}`campaign_best_layout`).
+# ````
+#
+# ## Exercises
+#
+# ```{exercise} Try it: more samples
+# :label: ex07-1
+#
+# The sampling baselines draw `n_samples` answers (10 in the quick profile). Rerun the
+# chapter in the quick profile with twenty:
+# `python -m gnuq_core.repro.chapters run 07 --profile quick --set n_samples=20`
+# (the quick profile takes 3 to 4 minutes on a 2-core machine; more samples add a little).
+# Before you look: what happens to the cost of the gradient pass, and to the speed-up over
+# "N samples" and over semantic entropy?
+# ```
+#
+# ````{solution} ex07-1
+# :class: dropdown
+#
+# The gradient pass does not depend on N, so its cost and its ratio to one forward stay
+# where they were (up to timing noise). The sampling baselines decode twice as many rows
+# per step; on a CPU a decoding step is compute-bound, so their cost grows by up to about
+# two, and the speed-up over them grows by up to the same factor. Clustering twenty
+# answers costs a little more too. On a GPU, where a batched step costs little more than a
+# single one, the speed-up would grow less.
+# ````
+#
+# ```{exercise} Why does a backward cost two forwards?
+# :label: ex07-2
+#
+# For one linear layer $y = Wx$ the forward is one matrix product. Which products does
+# an ordinary backward need, and which of them can a pass that only wants
+# $\lVert\nabla_W \log p\rVert^2$ avoid?
+# ```
+#
+# ````{solution} ex07-2
+# :class: dropdown
+#
+# The backward needs the gradient with respect to the input, $W^\top g$ (to continue to
+# earlier layers), and with respect to the weights, $\sum_t g_t x_t^\top$: two products of
+# the forward's size, hence forward + backward ≈ 3 forwards. The norm of the weight
+# gradient does not need the gradient itself:
+# $\lVert\sum_t g_t x_t^\top\rVert_F^2 = \sum_{t,s} (g_t^\top g_s)(x_t^\top x_s)$, two small
+# $T\times T$ Gram matrices for an answer of $T$ tokens (the "ghost" norm). For short
+# answers this is much cheaper than forming the weight gradient, which is how the pass
+# can come in under the ordinary backward's cost.
+# ````
+#
+# ```{exercise} From records per hour to a campaign
+# :label: ex07-3
+#
+# Compare the two layouts of the records-per-hour table: one process with two torch
+# threads, and two processes with one thread each, on the same cores. Which produced more
+# records per hour in this build? Why can two processes beat two threads, and when would
+# they not?
+# ```
+#
+# ````{solution} ex07-3
+# :class: dropdown
+#
+# Two processes often win: much of a record's time is spent in small operations (decoding one token at a time,
+# per-operator overhead) that do not split well across two threads, so a second thread
+# inside one process is often idle; two processes keep both cores busy with independent
+# work. It stops paying when the processes compete for memory bandwidth or memory itself
+# (two copies of the model), or on a GPU, where one process can already keep the device
+# busy.
+# ````
 
 # %%
 prov.show()
