@@ -13,19 +13,34 @@
 # %% [markdown]
 # # QA benchmarks: TruthfulQA and TriviaQA on real language models
 #
+# ```{admonition} Learning goals
+# :class: tip
+# - Measure whether an uncertainty score flags wrong answers, with an {term}`AUROC` and a
+#   bootstrap interval over questions.
+# - Decompose the epistemic score, $\lVert\nabla_\theta p\rVert^2 = p^2\lVert\nabla_\theta \log p\rVert^2$,
+#   before reading a ranking into it.
+# - Compare the gradient scores with the baselines: {term}`P(True)`, the entropy of samples
+#   and {term}`semantic entropy`.
+# - Test whether a raw threshold transfers from one model to another (claim C9).
+# ```
+#
 # The paper's language-model experiments ask a practical question: when a model answers a
 # question, does the gradient-norm uncertainty of that answer tell us whether the answer is
 # wrong? For an answer $y$ to a prompt $x$ with probability $p = p(y \mid x, \theta^*)$ the
 # three scores are
 #
 # $$
-# \text{epistemic} = \lVert \nabla_\theta p \rVert^2, \qquad
-# \text{aleatoric} = p(1-p), \qquad
-# \text{combined} = \text{epistemic} + \text{aleatoric},
+# \begin{aligned}
+# \text{epistemic} &= \lVert \nabla_\theta p \rVert^2,\\
+# \text{aleatoric} &= p(1-p),\\
+# \text{combined} &= \text{epistemic} + \text{aleatoric},
+# \end{aligned}
 # $$
 #
-# all from one forward and one backward pass of the unmodified model. The paper reports
-# three findings that this chapter re-measures:
+# all from one forward and one backward pass of the unmodified model
+# {cite}`grunefeld2026isotropic`. The paper reports three findings that this chapter
+# re-measures on TruthfulQA {cite}`lin2022truthfulqa` and TriviaQA
+# {cite}`joshi2017triviaqa`:
 #
 # - **C6** On TruthfulQA the combined score has the best AUROC for predicting correctness
 #   (0.63 in the paper), above P(True) and entropy baselines.
@@ -77,11 +92,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
-from IPython.display import Markdown, display
+from IPython.display import display
 from myst_nb import glue
 from scipy.stats import ConstantInputWarning, spearmanr
 
 from gnuq_core.repro import claims
+from gnuq_core.repro import display as book
 from gnuq_core.qa import auroc as evaluation
 from gnuq_core.qa import grading, headline, scores
 from gnuq_core.qa import study as qa_study
@@ -93,12 +109,49 @@ from gnuq_core.qa.multiple_choice import load_mc, mc_scores
 
 warnings.filterwarnings("ignore", category=ConstantInputWarning)  # ρ of a constant column is NaN, shown as such
 prov = Provenance.start()
+book.use_book_style()
 if torch_threads > 0:
     torch.set_num_threads(torch_threads)
 torch.manual_seed(seed)
 SHORT = {"smollm2-135m-instruct": "SmolLM2-135M", "gemma3-270m": "Gemma-3-270M"}
 DATASETS = ("truthfulqa", "triviaqa")
 NAMES = {"truthfulqa": "TruthfulQA", "triviaqa": "TriviaQA"}
+SCORE_NAMES = {  # how the book names the registry's scores (gnuq_core.qa.scores) in tables and legends
+    "epistemic": "epistemic ‖∇p‖²", "aleatoric": "aleatoric p(1−p)", "combined": "combined",
+    "epistemic_norm": "epistemic, p̄", "aleatoric_norm": "aleatoric, p̄", "combined_norm": "combined, p̄",
+    "grad_log_p": "gradient term ‖∇ log p‖²", "grad_log_p_per_token": "‖∇ log p‖² / T",
+    "grad_log_p_norm": "‖∇ log p‖² / T²", "p_true": "1 − P(True)", "max_seq_prob": "−log p (sequence probability)",
+    "perplexity": "log perplexity", "mean_token_entropy": "mean token entropy",
+    "predictive_entropy": "predictive entropy", "ln_predictive_entropy": "predictive entropy, length-normalised",
+    "semantic_entropy": "semantic entropy", "discrete_semantic_entropy": "discrete semantic entropy",
+    "epistemic_no_embeddings": "epistemic, no embeddings", "epistemic_last_block": "epistemic, last block"}
+
+
+def score_name(m: str) -> str:
+    """The book's name of score ``m`` (the registry's label when the book has none)."""
+    return SCORE_NAMES.get(m) or scores.get(m).label
+
+
+def ci_text(lo: float, hi: float) -> str:
+    """An interval as ``[lo, hi]`` to two decimals; ``—`` when it could not be computed."""
+    return f"[{lo:.2f}, {hi:.2f}]" if np.isfinite(lo) and np.isfinite(hi) else "—"
+
+
+def same(spec: dict[str, str]) -> dict[str, tuple[str, str]]:
+    """Columns already named in words: header = column name, with its format."""
+    return {k: (k, f) for k, f in spec.items()}
+
+
+def wide_table(long: pd.DataFrame, value: str, fmt: str, *, index: str = "score", header: str = "score",
+               caption: str | None = None) -> book.Table:
+    """``long[value]`` with one row per ``index`` and one column per dataset · model."""
+    w = long.pivot_table(index=index, columns=["dataset", "model"], values=value, sort=False)
+    w.columns = [f"{d} · {m}" for d, m in w.columns]
+    w = w.reset_index()
+    if index == "score":
+        w["score"] = w["score"].map(score_name)
+    return book.table(w, {index: header, **{c: (c, fmt) for c in w.columns[1:]}}, caption=caption)
+
 
 # %% [markdown]
 # ## 1. Questions and protocol
@@ -111,11 +164,17 @@ NAMES = {"truthfulqa": "TruthfulQA", "triviaqa": "TriviaQA"}
 # answer ends at the first newline. Answers are greedy and capped at `max_new_tokens`.
 #
 # For every answer we then run, on the same generation: the forward–backward pass that
-# gives $\lVert\nabla_\theta \log p\rVert^2$ (and hence all gradient scores); a P(True)
-# self-check pass (Kadavath et al. 2022); `n_samples` temperature-1 samples for predictive
-# and semantic entropy (samples clustered by meaning with the MiniLM sentence encoder). The
-# gradient pass also splits its norm by layer (the hooks see every parameter's gradient, so
-# the split costs no second pass). Everything is
+# gives $\lVert\nabla_\theta \log p\rVert^2$ (and hence all gradient scores); a
+# {term}`P(True)` self-check pass {cite}`kadavath2022language`; `n_samples` temperature-1
+# samples for predictive and {term}`semantic entropy` {cite}`kuhn2023semantic,farquhar2024detecting`
+# (samples clustered by meaning with the MiniLM sentence encoder); the baselines follow
+# LM-Polygraph's definitions {cite}`fadeeva2023lmpolygraph,malinin2021uncertainty`.
+# A sample ends at its stop token, which is not part of its text; its log-probability is
+# the sum over its own tokens, and a sample that stops at once (empty) gets the stop
+# token's log-probability as its length-1 sequence, as in the reference semantic-entropy
+# code {cite}`farquhar2024detecting`. Each record's per-block gradient norms (embeddings,
+# each decoder block, the rest) come from that same single gradient pass: the hooks see
+# every parameter's gradient, so the split costs no second pass. Everything is
 # cached per question and configuration, so a rebuild only recomputes what changed. The full
 # profile keeps these per-question records in the repository's results store (ids, generated
 # answers and numbers; never the question or reference texts, which are read from the data by
@@ -218,7 +277,8 @@ for name in models:
 agree = pd.DataFrame(agree_rows)
 glue("agree_min", float(agree["agreement"].min()), display=False)
 glue("agree_max", float(agree["agreement"].max()), display=False)
-display(agree.round(3))
+display(book.table(agree, same({"model": "", "dataset": "", "judge A": "", "judge B": "", "accuracy A": ".2f",
+                                 "accuracy B": ".2f", "agreement": ".2f", "Cohen's κ": ".2f"})))
 
 # %% [markdown]
 # Judge agreement ranges from {glue:text}`agree_min:.2f` to {glue:text}`agree_max:.2f`
@@ -228,14 +288,23 @@ display(agree.round(3))
 
 # %%
 rng_show = np.random.default_rng(seed)
+
+
+def yes_no(v) -> str:
+    return "yes" if v else "no"
+
+
 for d in DATASETS:
     pool = pd.concat([tables[name, d] for name in models], ignore_index=True)
     cols = ["model", "question", "answer", "correct"] + (["correct_em"] if d == "triviaqa" else
                                                         ["rouge_true", "rouge_false"] +
                                                         (["correct_embed"] if embedding_judge else []))
     pick = pool.iloc[np.sort(rng_show.permutation(len(pool))[:10])][cols]
-    display(Markdown(f"**{NAMES[d]}**"))
-    display(pick.reset_index(drop=True).round(2))
+    shown = {"model": "model", "question": "question", "answer": "answer",
+             "correct": ("correct (primary)", yes_no), "correct_em": ("exact match", yes_no),
+             "rouge_true": ("ROUGE-L, true refs", ".2f"), "rouge_false": ("ROUGE-L, false refs", ".2f"),
+             "correct_embed": ("MiniLM judge", yes_no)}
+    display(book.table(pick, {k: v for k, v in shown.items() if k in cols}, caption=f"{NAMES[d]}: ten random answers"))
 
 # %% [markdown]
 # ## 3. How good are the models?
@@ -259,7 +328,9 @@ for _, r in acc.iterrows():
     glue(f"acc_tfqa_{key}", r["TruthfulQA accuracy"], display=False)
     glue(f"acc_tqa_{key}", r["TriviaQA accuracy"], display=False)
     glue(f"mc1_{key}", r["MC1"], display=False)
-display(acc.round(3))
+display(book.table(acc, same({"model": "", "TruthfulQA accuracy": ".2f", "TriviaQA accuracy": ".2f",
+                               "TriviaQA exact match": ".2f", "MC1": ".2f", "MC2": ".2f", "questions": "d"})
+                   | {"questions": ("MC questions", "d")}))
 
 # %% [markdown]
 # ## 4. Answer lengths
@@ -270,8 +341,8 @@ display(acc.round(3))
 
 # %%
 len_rows = []
-fig, axes = plt.subplots(1, len(DATASETS), figsize=(9, 3.2), sharey=True)
-for ax, d in zip(np.atleast_1d(axes), DATASETS):
+fig, axes = book.subplots(1, len(DATASETS), panel_height=3.0, sharey=True, squeeze=False)
+for ax, d in zip(axes[0], DATASETS):
     for name in models:
         t = tables[name, d]
         ax.hist(t["n_tokens"], bins=np.arange(0.5, max_new_tokens + 1.5), alpha=0.6, label=SHORT.get(name, name))
@@ -282,15 +353,15 @@ for ax, d in zip(np.atleast_1d(axes), DATASETS):
                          "answers": len(t)})
     ax.set_title(NAMES[d])
     ax.set_xlabel("answer length (tokens)")
-np.atleast_1d(axes)[0].set_ylabel("answers")
-np.atleast_1d(axes)[0].legend()
-fig.tight_layout()
+axes[0, 0].set_ylabel("answers")
+axes[0, 0].legend()
 glue("fig_lengths", fig, display=False)
 plt.close(fig)
 lengths = pd.DataFrame(len_rows)
 glue("cap_hits", int(lengths["hit the cap"].sum()), display=False)
 glue("n_answers", int(lengths["answers"].sum()), display=False)
-display(lengths.round(1))
+display(book.table(lengths, same({"model": "", "dataset": "", "median tokens": ".1f", "mean tokens": ".1f",
+                                   "hit the cap": "d", "answers": "d"})))
 
 # %% [markdown]
 # ```{glue:figure} fig_lengths
@@ -312,8 +383,8 @@ display(lengths.round(1))
 # $p$ varies over many orders of magnitude (it does: it is a product of token
 # probabilities), the ranking of $\lVert\nabla p\rVert^2$ can be almost entirely the
 # ranking of $p$, and $p$ in turn largely a function of answer length. The table gives,
-# per model × dataset, the Spearman rank correlation of each score with $p$ and with the
-# answer length; the gradient term $\lVert\nabla \log p\rVert^2$ and its length-normalised
+# per model × dataset, the Spearman rank correlation of each score with $p$ (first table) and
+# with the answer length (second); the gradient term $\lVert\nabla \log p\rVert^2$ and its length-normalised
 # versions are evaluated as scores in their own right below.
 
 # %%
@@ -335,7 +406,8 @@ glue("rho_epi_p_max", float(epi_p.max()), display=False)
 gl_p = corr[corr["score"] == "grad_log_p"]["ρ with p"]
 glue("rho_glp_p_min", float(gl_p.min()), display=False)
 glue("rho_glp_p_max", float(gl_p.max()), display=False)
-display(corr_wide.round(2))
+display(wide_table(corr, "ρ with p", ".2f", caption="Spearman ρ of each score with the answer's probability p"))
+display(wide_table(corr, "ρ with length", ".2f", caption="Spearman ρ of each score with the answer's length"))
 
 # %% [markdown]
 # Across model × dataset, Spearman ρ between the epistemic score and $p$ lies between
@@ -350,7 +422,7 @@ display(corr_wide.round(2))
 # For each score, oriented so that larger means less certain, the AUROC of separating
 # wrong from right answers (0.5 = chance, 1 = perfect), with a 95 % percentile-bootstrap
 # interval over questions, and the prediction-rejection ratio (PRR: the share of the gap
-# between random and oracle rejection that the score closes).
+# between random and oracle rejection that the score closes {cite}`malinin2021uncertainty`).
 
 # %%
 MAIN = scores.names(kind=("estimator", "decomposition", "baseline"))  # the registry, gnuq_core.qa.scores
@@ -367,40 +439,45 @@ for (name, d), t in tables.items():
                          "PRR": evaluation.prr(t["correct"].astype(float), t[m]),
                          "n": r.n, "wrong": r.n_incorrect})
 aucs = pd.DataFrame(auc_rows)
-auc_wide = aucs.pivot_table(index="score", columns=["dataset", "model"], values="AUROC", sort=False)
-display(auc_wide.round(3))
+display(wide_table(aucs, "AUROC", ".3f", caption="AUROC for predicting a wrong answer"))
 
 # %%
-fig, axes = plt.subplots(len(models), len(DATASETS), figsize=(9, 3.6 * len(models)), squeeze=False)
+ROC_SCORES = ["epistemic", "aleatoric", "combined", "grad_log_p", "p_true", "semantic_entropy"]
+fig, axes = book.subplots(len(models), len(DATASETS), panel_height=2.9, squeeze=False, sharex=True, sharey=True)
 for i, name in enumerate(models):
     for j, d in enumerate(DATASETS):
         ax, t = axes[i, j], tables[name, d]
-        for m in ["epistemic", "aleatoric", "combined", "grad_log_p", "p_true", "semantic_entropy"]:
+        for k, m in enumerate(ROC_SCORES):
             if t["incorrect"].nunique() == 2 and t[m].notna().all():
                 fpr, tpr = evaluation.roc(t["incorrect"], t[m])
-                ax.plot(fpr, tpr, label=f"{m} ({res[name, d, m].auroc:.2f})")
+                ax.plot(fpr, tpr, color=f"C{k}", label=score_name(m))
         ax.plot([0, 1], [0, 1], "k:", lw=0.8)
-        ax.set_title(f"{SHORT.get(name, name)} · {NAMES[d]}", fontsize=10)
-        ax.set_xlabel("false-positive rate")
-        ax.set_ylabel("true-positive rate")
-        if len(ax.lines) > 1:
-            ax.legend(fontsize=7, loc="lower right")
-        else:
-            ax.text(0.5, 0.3, "only one class:\nno ROC curve", ha="center", fontsize=9)
-fig.tight_layout()
+        ax.set_title(f"{SHORT.get(name, name)} · {NAMES[d]}")
+        if i == len(models) - 1:
+            ax.set_xlabel("false-positive rate")
+        if j == 0:
+            ax.set_ylabel("true-positive rate")
+        if len(ax.lines) == 1:
+            ax.text(0.5, 0.3, "only one class:\nno ROC curve", ha="center")
+handles = {h.get_label(): h for ax in axes.flat for h in ax.lines if not h.get_label().startswith("_")}
+if handles:
+    fig.legend(handles.values(), handles.keys(), loc="outside lower center", ncol=3)
 glue("fig_roc", fig, display=False)
 plt.close(fig)
 
 # %% [markdown]
 # ```{glue:figure} fig_roc
-# ROC curves for predicting a wrong answer, per model and dataset (AUROC in brackets;
-# dotted: chance).
+# ROC curves for predicting a wrong answer, per model (rows) and dataset (columns), for
+# six of the scores (dotted: chance). Their AUROCs are in the table above; a panel
+# whose answers are all wrong (or all right) has no curve.
 # ```
 #
 # The full table with intervals and PRR:
 
 # %%
-display(aucs.round(3))
+display(book.table(aucs.assign(score=aucs["score"].map(score_name)),
+                   same({"model": "", "dataset": "", "score": "", "AUROC": ".3f", "CI low": ".2f", "CI high": ".2f",
+                         "PRR": ".2f", "n": "d"}) | {"n": ("answers", "d"), "wrong": ("wrong", "d")}))
 
 # %% [markdown]
 # ### Sequence or length-normalised $p$?
@@ -418,10 +495,12 @@ for (name, d), t in tables.items():
         for suffix, label in (("", "sequence p"), ("_norm", "normalised p̄")):
             r = evaluation.bootstrap_auroc(t["incorrect"], t[m + suffix], n_boot=n_boot, seed=seed)
             row[f"AUROC ({label})"] = r.auroc
-            row[f"CI ({label})"] = f"[{r.lo:.2f}, {r.hi:.2f}]"
+            row[f"CI ({label})"] = ci_text(r.lo, r.hi)
         abl_rows.append(row)
 ablation = pd.DataFrame(abl_rows)
-display(ablation.round(3))
+display(book.table(ablation.assign(score=ablation["score"].map(score_name)),
+                   same({"model": "", "dataset": "", "score": "", "AUROC (sequence p)": ".3f",
+                         "CI (sequence p)": "", "AUROC (normalised p̄)": ".3f", "CI (normalised p̄)": ""})))
 
 # %% [markdown]
 # ## 7. Which layers carry the signal, and what do cheaper variants cost?
@@ -445,23 +524,24 @@ for (name, d), recs in runs.items():
                              "AUROC of p²‖∇_group log p‖²": evaluation.auroc(wrong, epi[col]),
                              "AUROC of ‖∇_group log p‖²": evaluation.auroc(wrong, g[col])})
 shares = pd.DataFrame(share_rows).T
-fig, ax = plt.subplots(figsize=(8, 3.4))
+fig, ax = book.subplots(panel_height=3.8)
 for col in shares.columns:
-    ax.plot(range(len(shares)), shares[col], marker="o", label=col)
+    ax.plot(range(len(shares)), shares[col], marker="o", ms=4, label=col)
 ax.set_xticks(range(len(shares)))
-ax.set_xticklabels(shares.index, rotation=60, fontsize=7)
+ax.set_xticklabels(shares.index, rotation=90)
 ax.set_ylabel("mean share of ‖∇ log p‖²")
 ax.set_yscale("log")
-ax.legend(fontsize=7)
-fig.tight_layout()
+ax.legend(ncol=2)
 glue("fig_layers", fig, display=False)
 plt.close(fig)
 emb_share = shares.loc["embeddings"] if "embeddings" in shares.index else pd.Series([np.nan])
 glue("emb_share_min", float(emb_share.min()), display=False)
 glue("emb_share_max", float(emb_share.max()), display=False)
 grp_auc = pd.DataFrame(grp_auc_rows)
-display(grp_auc.pivot_table(index="group", columns=["dataset", "model"],
-                            values=["AUROC of ‖∇_group log p‖²", "AUROC of p²‖∇_group log p‖²"], sort=False).round(3))
+display(wide_table(grp_auc, "AUROC of ‖∇_group log p‖²", ".3f", index="group", header="parameter group",
+                   caption="AUROC of each group's gradient term ‖∇_group log p‖²"))
+display(wide_table(grp_auc, "AUROC of p²‖∇_group log p‖²", ".3f", index="group", header="parameter group",
+                   caption="AUROC of the epistemic score restricted to each group, p²‖∇_group log p‖²"))
 
 # %% [markdown]
 # ```{glue:figure} fig_layers
@@ -470,10 +550,10 @@ display(grp_auc.pivot_table(index="group", columns=["dataset", "model"],
 # ```
 #
 # The tied embedding / output matrix carries between {glue:text}`emb_share_min:.2f` and
-# {glue:text}`emb_share_max:.2f` of the squared gradient norm on average. The table above
-# gives, for each group, the AUROC of the group's gradient term alone and of the epistemic
-# score restricted to the group ($p^2$ times it). When the $p^2$ factor dominates the
-# ranking (section 5), the second column is nearly the same for every group: which layers
+# {glue:text}`emb_share_max:.2f` of the squared gradient norm on average. The two tables
+# above give, for each group, the AUROC of the group's gradient term alone and of the
+# epistemic score restricted to the group ($p^2$ times it). When the $p^2$ factor dominates the
+# ranking (section 5), the second table is nearly the same for every group: which layers
 # "carry the signal" can only be asked of the gradient term. Cost and AUROC of the cheap
 # variants:
 
@@ -487,7 +567,7 @@ for (name, d), t in tables.items():
         t = t[t["epistemic_last_block"].notna()]  # the answers that were split by layer
         r = evaluation.bootstrap_auroc(t["incorrect"], t[m], n_boot=n_boot, seed=seed)
         var_rows.append({"model": SHORT.get(name, name), "dataset": NAMES[d], "parameters": sel,
-                         "AUROC": r.auroc, "CI": f"[{r.lo:.2f}, {r.hi:.2f}]",
+                         "AUROC": r.auroc, "CI": ci_text(r.lo, r.hi),
                          "ρ with full epistemic": spearmanr(t[m], t["epistemic"]).statistic,
                          "seconds / answer": costs[name][sel]})
 variants = pd.DataFrame(var_rows)
@@ -495,8 +575,13 @@ cost_tab = pd.DataFrame([{"model": SHORT.get(n, n), "generate (greedy)": c["mean
                           "gradient, all": c["all"], "gradient, no embeddings": c["no_embeddings"],
                           "gradient, last block": c["last_block"], "P(True)": c["mean_p_true"],
                           f"{n_samples} samples + clustering": c["mean_sampling"]} for n, c in costs.items()])
-display(variants.round(3))
-display(cost_tab.round(3))
+PARAMETER_SETS = {"all": "all", "no_embeddings": "all but the embeddings", "last_block": "last block only"}
+display(book.table(variants.assign(parameters=variants["parameters"].map(PARAMETER_SETS)),
+                   same({"model": "", "dataset": "", "parameters": "", "AUROC": ".3f", "CI": "",
+                         "ρ with full epistemic": ".2f", "seconds / answer": ".3g"}),
+                   caption="Cheaper variants of the epistemic score"))
+display(book.table(cost_tab, {"model": "model", **{c: (c, ".3g") for c in cost_tab.columns[1:]}},
+                   caption="Seconds per answer"))
 
 # %% [markdown]
 # Times are seconds per answer on this build's machine (see the provenance table; a
@@ -520,7 +605,10 @@ for name in models:
         for m in ["combined", "epistemic", "p_true", "semantic_entropy"]:
             row[m] = evaluation.auroc(sub["incorrect"], sub[m]) if sub[m].notna().all() else np.nan
         cat_rows.append(row)
-display(pd.DataFrame(cat_rows).round(3))
+display(book.table(pd.DataFrame(cat_rows), {"model": "model", "group": "category family",
+                                            "questions": ("questions", "d"), "accuracy": ("accuracy", ".2f"),
+                                            **{m: (f"AUROC, {score_name(m)}", ".2f")
+                                               for m in ["combined", "epistemic", "p_true", "semantic_entropy"]}}))
 
 # %% [markdown]
 # ## 9. Does a raw threshold transfer between models? (C9)
@@ -547,12 +635,17 @@ if len(models) >= 2:
                             "threshold (source)": r.threshold_source, "threshold (target)": r.threshold_target,
                             "flagged on target": r.flagged_fraction,
                             "transferred BA": r.transferred_ba,
-                            "CI": f"[{r.transferred_ci[0]:.2f}, {r.transferred_ci[1]:.2f}]",
+                            "CI": ci_text(*r.transferred_ci),
                             "transferred BA (logistic)": r.transferred_logistic_ba,
                             "within-model BA (CV)": r.within_ba, "within-model BA (logistic, CV)": r.within_logistic_ba,
                             "target AUROC": r.auroc_target})
 transfers = pd.DataFrame(tr_rows)
-display(transfers.round(3))
+if len(transfers):
+    display(book.table(transfers, same({"dataset": "", "source → target": "", "threshold (source)": ".2f",
+                                        "threshold (target)": ".2f", "flagged on target": ".2f",
+                                        "transferred BA": ".3f", "CI": "", "transferred BA (logistic)": ".3f",
+                                        "within-model BA (CV)": ".3f", "within-model BA (logistic, CV)": ".3f",
+                                        "target AUROC": ".3f"}) | {"CI": ("CI", "", True)}))
 
 scale_rows = []
 for (name, d), t in tables.items():
@@ -561,22 +654,22 @@ for (name, d), t in tables.items():
                        "median log10 ‖∇ log p‖²": float(t["grad_log_p"].median()),
                        "IQR log10 ‖∇p‖²": float(t["epistemic"].quantile(0.75) - t["epistemic"].quantile(0.25))})
 scales = pd.DataFrame(scale_rows)
-fig, axes = plt.subplots(1, len(DATASETS), figsize=(9, 3.2), squeeze=False)
+fig, axes = book.subplots(1, len(DATASETS), panel_height=3.0, squeeze=False)
 for ax, d in zip(axes[0], DATASETS):
     for name in models:
         ax.hist(tables[name, d]["epistemic"], bins=15, alpha=0.6, label=SHORT.get(name, name))
     ax.set_title(NAMES[d])
     ax.set_xlabel("log10 ‖∇θ p‖²")
 axes[0, 0].set_ylabel("answers")
-axes[0, 0].legend(fontsize=8)
-fig.tight_layout()
+axes[0, 0].legend()
 glue("fig_scales", fig, display=False)
 plt.close(fig)
 med = scales.groupby("model")["median log10 ‖∇ log p‖²"].mean()
 glue("scale_gap", float(med.max() - med.min()) if len(med) > 1 else float("nan"), display=False)
 med_epi = scales.groupby("model")["median log10 ‖∇p‖²"].mean()
 glue("scale_gap_epi", float(med_epi.max() - med_epi.min()) if len(med_epi) > 1 else float("nan"), display=False)
-display(scales.round(2))
+display(book.table(scales, same({"model": "", "dataset": "", "median log10 ‖∇p‖²": ".2f",
+                                 "median log10 ‖∇ log p‖²": ".2f", "IQR log10 ‖∇p‖²": ".2f"})))
 
 # %% [markdown]
 # ```{glue:figure} fig_scales
@@ -627,8 +720,9 @@ claim_tab = pd.DataFrame([
     {"claim": "C9", "measured": "transferred balanced accuracy", "value": e9["value"], "CI": e9["ci"],
      "paper": "chance", "verdict": e9["verdict"]},
 ])
-macro_tab = pd.DataFrame({NAMES[d]: {m: f"{macro_res[d][m][0]:.3f} [{macro_res[d][m][1]:.2f}, "
-                                        f"{macro_res[d][m][2]:.2f}]" for m in macro_res[d]} for d in DATASETS})
+macro_tab = pd.DataFrame({NAMES[d]: {m: "—" if not np.isfinite(macro_res[d][m][0]) else
+                                        f"{macro_res[d][m][0]:.3f} {ci_text(*macro_res[d][m][1:3])}"
+                                        for m in macro_res[d]} for d in DATASETS})
 for d, short in (("truthfulqa", "tfqa"), ("triviaqa", "tqa")):
     for m in ("grad_log_p", "perplexity", "epistemic"):
         v = macro_res[d][m][0]
@@ -641,14 +735,18 @@ for key, entry, aurocs in (("c6", e6, tf), ("c7", e7, tq)):
     glue(f"{key}_verdict", entry["verdict"], display=False)
     glue(f"{key}_best", best, display=False)
     glue(f"{key}_best_auroc", float(aurocs[best][0]), display=False)
+    glue(f"{key}_best_name", score_name(best), display=False)
 glue("c7_ptrue", float(tq["p_true"][0]) if np.isfinite(tq["p_true"][0]) else 0.5, display=False)
 glue("c9_value", float(e9["value"]), display=False)
 glue("c9_lo", float(e9["ci"][0]), display=False)
 glue("c9_hi", float(e9["ci"][1]), display=False)
 glue("c9_within", float(within), display=False)
 glue("c9_verdict", e9["verdict"], display=False)
-display(macro_tab)
-display(claim_tab)
+display(book.table(macro_tab.rename_axis("score").reset_index().assign(score=lambda f: f["score"].map(score_name)),
+                   {"score": "score", **{NAMES[d]: (f"{NAMES[d]}: mean AUROC [95% CI]", "", True) for d in DATASETS}}))
+display(book.table(claim_tab, {"claim": "claim", "measured": "measured", "value": ("value", ".3f"),
+                               "CI": ("95% CI", lambda ci: f"[{ci[0]:.2f}, {ci[1]:.2f}]", True),
+                               "paper": "paper", "verdict": "verdict"}))
 
 # %% [markdown]
 # The table lists each method's mean AUROC over the models with its interval (the last
@@ -662,12 +760,12 @@ display(claim_tab)
 #
 # **C6 (TruthfulQA).** The combined score reaches a mean AUROC of
 # {glue:text}`c6_value:.3f` (95 % CI {glue:text}`c6_lo:.2f`–{glue:text}`c6_hi:.2f`; the
-# paper: 0.63). The best method here is {glue:text}`c6_best` at
+# paper: 0.63). The best method here is {glue:text}`c6_best_name` at
 # {glue:text}`c6_best_auroc:.3f`. Verdict: **{glue:text}`c6_verdict`**.
 #
 # **C7 (TriviaQA).** The epistemic score has a mean AUROC of {glue:text}`c7_value:.3f`
 # (CI {glue:text}`c7_lo:.2f`–{glue:text}`c7_hi:.2f`); P(True) reaches
-# {glue:text}`c7_ptrue:.3f`, and the best method is {glue:text}`c7_best` at
+# {glue:text}`c7_ptrue:.3f`, and the best method is {glue:text}`c7_best_name` at
 # {glue:text}`c7_best_auroc:.3f`. Verdict: **{glue:text}`c7_verdict`**.
 #
 # **C9 (transfer).** A threshold on $\log_{10}\lVert\nabla p\rVert^2$ fitted on one model
@@ -687,6 +785,99 @@ display(claim_tab)
 # every interval is wide; the full profile (all 817 + 2,933 questions per model) is the one
 # to cite.
 # ```
+
+# %% [markdown]
+# ```{admonition} Key takeaways
+# :class: important
+# - Decompose before concluding: across model × dataset the epistemic score's rank
+#   correlation with $p$ is {glue:text}`rho_epi_p_min:.2f` to {glue:text}`rho_epi_p_max:.2f`,
+#   so on these models its ranking is largely that of $p^2$, a confidence.
+# - **C6** (TruthfulQA): the combined score's mean {term}`AUROC` is {glue:text}`c6_value:.3f`
+#   ({glue:text}`c6_lo:.2f`–{glue:text}`c6_hi:.2f`); the best score is
+#   {glue:text}`c6_best_name`. Verdict: {glue:text}`c6_verdict`.
+# - **C7** (TriviaQA): epistemic {glue:text}`c7_value:.3f` against P(True)
+#   {glue:text}`c7_ptrue:.3f`. Verdict: {glue:text}`c7_verdict`.
+# - **C9**: a threshold fitted on one model reaches a balanced accuracy of
+#   {glue:text}`c9_value:.3f` on the other ({glue:text}`c9_within:.3f` within model); the
+#   raw scales differ by {glue:text}`scale_gap_epi:.1f` decades. Verdict: {glue:text}`c9_verdict`.
+# ```
+#
+# ## Exercises
+#
+# ```{exercise} Try it: a shorter answer cap
+# :label: ex06-1
+#
+# Rerun this chapter in the smoke profile with a cap of 4 answer tokens instead of 8:
+# `python -m gnuq_core.repro.chapters run 06 --profile smoke --set max_new_tokens=4`
+# (a few minutes on a 2-core machine, most of it loading the two models and recomputing
+# the records). Before you look: how many answers will hit the cap, and will the epistemic
+# score's rank correlation with the answer length (section 5) get stronger or weaker?
+# ```
+#
+# ````{solution} ex06-1
+# :class: dropdown
+#
+# More answers end at the cap rather than at a stop token (compare the "hit the cap"
+# column of section 4), and the lengths bunch up at 4 tokens. With lengths nearly equal,
+# length orders the answers less, so its rank correlation with the scores usually
+# weakens (it is undefined, shown as —, when every answer has the same length). The ranking of
+# $\lVert\nabla_\theta p\rVert^2$ is then carried by how probable the tokens are, not by how many there are.
+# With three questions per dataset the AUROCs say nothing either way: the smoke profile
+# tests the machinery, not the claims.
+# ````
+#
+# ```{exercise} An epistemic AUROC below one half
+# :label: ex06-2
+#
+# The epistemic score $p^2\lVert\nabla_\theta\log p\rVert^2$ can have an AUROC below 0.5
+# while the gradient term $\lVert\nabla_\theta\log p\rVert^2$ alone has a higher one
+# (compare the two in section 10's table). Explain how a factor $p^2$ can push an AUROC
+# *below* chance.
+# ```
+#
+# ````{solution} ex06-2
+# :class: dropdown
+#
+# The AUROC asks whether wrong answers get *higher* scores. If $p$ varies over many orders
+# of magnitude while $\lVert\nabla_\theta\log p\rVert^2$ varies over few, the product ranks
+# answers by $p$. A probable answer is one the model is confident in, and confident answers
+# are more often right, so a high score marks *right* answers: the ranking is reversed and
+# the AUROC falls below 0.5. The gradient term alone does not carry this reversal.
+# ````
+#
+# ```{exercise} Good ranking, bad threshold
+# :label: ex06-3
+#
+# AUROC is unchanged by any increasing map of a score. Why can a threshold fitted on one
+# model then fail on another even when both models rank their answers equally well?
+# ```
+#
+# ````{solution} ex06-3
+# :class: dropdown
+#
+# A ranking is invariant to scale, a threshold is not. If the second model's scores are
+# shifted by some decades (its answers are longer or less probable, so $p^2$ is smaller),
+# the first model's threshold flags almost all or almost none of its answers, and the
+# balanced accuracy drops to about 0.5 although the within-model AUROC is unchanged. This is
+# why section 9 reports the within-model balanced accuracy next to the transferred one.
+# ````
+#
+# ```{exercise} The empty sample
+# :label: ex06-4
+#
+# A sample that stops at its first token has no answer tokens. Why give it the stop token's
+# log-probability, with length 1, instead of $\log p = 0$?
+# ```
+#
+# ````{solution} ex06-4
+# :class: dropdown
+#
+# $\log p = 0$ means probability 1: the empty answer would look certain, however unlikely
+# the model found stopping at once, and it would dominate predictive and semantic entropy.
+# The stop token's log-probability is what the model actually assigned to ending there, and
+# length 1 keeps the length-normalised versions defined. This is the convention of the
+# reference semantic-entropy code {cite}`farquhar2024detecting`.
+# ````
 
 # %% tags=["remove-input"]
 prov.show()
