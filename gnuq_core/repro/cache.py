@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import pickle
+import warnings
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
@@ -28,13 +29,19 @@ def cached(kind: str, config: dict[str, Any], compute: Callable[[], T], *, root:
     """Return ``compute()``, stored under ``<root>/<kind>/<key>.pkl`` keyed by ``config``.
 
     Writes go through a temporary file and an atomic rename, so a killed run leaves no
-    half-written entry. The configuration is stored beside the result for inspection.
+    half-written entry. The configuration is stored beside the result for inspection. An
+    entry that no longer loads (pickled by code that has since moved or changed, e.g. a
+    class from a module that was renamed) is recomputed with a warning, not an error.
     """
     folder = (root or cache_dir()) / kind
     path = folder / f"{config_key(config)}.pkl"
     if path.exists():
-        with path.open("rb") as f:
-            return pickle.load(f)["result"]
+        try:
+            with path.open("rb") as f:
+                return pickle.load(f)["result"]
+        except (ModuleNotFoundError, AttributeError, ImportError, pickle.UnpicklingError, EOFError) as e:
+            warnings.warn(f"cache entry {path} does not load with this code ({type(e).__name__}: {e}); "
+                          "recomputing it", stacklevel=2)
     result = compute()
     folder.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".tmp{os.getpid()}")

@@ -24,3 +24,22 @@ def test_unchanged_config_is_read_back_changed_recomputes(tmp_path: Path) -> Non
     assert cached("k", {"n": 2}, compute, root=tmp_path) == 2
     assert len(calls) == 2
     assert not list(tmp_path.glob("k/*.tmp*")), "no temporary files left behind"
+
+
+def test_an_entry_pickled_by_moved_code_is_recomputed(tmp_path) -> None:
+    """A refactor that moves a pickled class must not make a warm cache unusable."""
+    import pickle
+    import warnings
+
+    from gnuq_core.repro.cache import cached, config_key
+
+    folder = tmp_path / "demo"
+    folder.mkdir()
+    # a pickle that references a module that does not exist (as after a package move)
+    bad = b"\x80\x04c" + b"gnuq_core.gone_module\nThing\n."
+    (folder / f"{config_key({'n': 1})}.pkl").write_bytes(bad)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert cached("demo", {"n": 1}, lambda: 42, root=tmp_path) == 42
+    assert any("does not load" in str(w.message) for w in caught)
+    assert cached("demo", {"n": 1}, lambda: 0, root=tmp_path) == 42  # rewritten, loads now
