@@ -13,6 +13,17 @@
 # %% [markdown]
 # # Derivation: from a Taylor expansion to ‖∇θ p‖²
 #
+# ```{admonition} Learning goals
+# :class: tip
+#
+# - Derive the epistemic score $\lVert\nabla_\theta p\rVert^2$ from the {term}`delta method`
+#   and an {term}`isotropic covariance`, and the aleatoric score $p(1-p)$ from the law of
+#   total variance.
+# - See numerically where the first-order expansion is exact and where it breaks down.
+# - Explain why the score is computed in log space.
+# - Recognise what isotropy throws away: where the training data were.
+# ```
+#
 # This chapter derives the estimator step by step and checks every step numerically on
 # models small enough that the exact answer is known. Nothing here is specific to
 # language models: the same three lines of algebra apply to any differentiable model
@@ -35,6 +46,7 @@ import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
+from matplotlib.ticker import FuncFormatter
 from myst_nb import glue
 from scipy.stats import spearmanr
 
@@ -43,11 +55,13 @@ from gnuq_core.isotropy import linear_gaussian
 from gnuq_core.isotropy import tangent_kernel
 from gnuq_core.estimators import jax_grad_sq_norm, torch_uncertainty
 from gnuq_core.isotropy.mlp import init_mlp, mlp_apply, num_params
+from gnuq_core.repro import display
 from gnuq_core.repro.provenance import Provenance
 from gnuq_core.isotropy.train import fit_adam
 
 warnings.filterwarnings("ignore", message=".*os.fork.*")  # JAX + papermill kernel; harmless here
 jax.config.update("jax_enable_x64", True)  # this chapter checks identities to float64 precision
+display.use_book_style()
 prov = Provenance.start()
 key = jax.random.PRNGKey(seed)
 rng = np.random.default_rng(seed)
@@ -71,7 +85,7 @@ rng = np.random.default_rng(seed)
 # \operatorname{Var}_\theta[p] \approx g^\top \Sigma\, g .
 # $$
 #
-# This is the **delta method**. It needs the gradient (one backward pass) and $\Sigma$,
+# This is the **delta method** {cite}`casella2002statistical`. It needs the gradient (one backward pass) and $\Sigma$,
 # which for a network with $10^8$ parameters can neither be estimated nor stored.
 #
 # ## 2. The isotropic collapse
@@ -88,7 +102,7 @@ rng = np.random.default_rng(seed)
 #
 # ## 3. The aleatoric term and the law of total variance
 #
-# The outcome itself is a Bernoulli variable: "is $y$ the answer?" has success
+# The outcome itself ({term}`aleatoric uncertainty`) is a Bernoulli variable: "is $y$ the answer?" has success
 # probability $p$. Averaging over parameters, the law of total variance splits the
 # variance of that indicator into two parts:
 #
@@ -160,13 +174,15 @@ for name, x0 in query_points.items():
     key, k_mc = jax.random.split(key)
     checks[name] = delta_method.mc_variance_ratio(p_at, cls_params, sigmas, n_mc, k_mc)
 
-fig, ax = plt.subplots(figsize=(6, 4))
+fig, ax = display.subplots(panel_height=3.6)
 for name, res in checks.items():
     ax.errorbar(res.sigmas, res.ratio, yerr=2 * res.ratio_se, marker="o", capsize=3, label=name)
 ax.axhline(1.0, color="k", lw=0.8, ls="--")
 ax.set(xscale="log", yscale="log", xlabel="perturbation scale σ",
        ylabel="Var_MC[p] / (σ² ‖∇p‖²)", title="Delta method vs Monte Carlo")
-ax.legend(fontsize=8)
+for axis in (ax.yaxis.set_major_formatter, ax.yaxis.set_minor_formatter):
+    axis(FuncFormatter(lambda v, _: f"{v:g}"))  # ratios as 0.6, 1, 2, not 6×10⁻¹
+ax.legend()
 glue("fig_delta_method", fig, display=False)
 plt.close(fig)
 
@@ -244,13 +260,13 @@ glue("direct32_underflow", int((~np.isfinite(direct32)).sum()), display=False)
 glue("logspace_finite", int(np.isfinite(log_space).sum()), display=False)
 glue("log10_p_min", float(log10_p.min()), display=False)
 
-fig, ax = plt.subplots(figsize=(6, 4))
+fig, ax = display.subplots(panel_height=3.6)
 ax.plot(log10_p, log_space, "o", ms=5, mfc="none", label="log space: 2 log₁₀p + log₁₀‖∇log p‖²")
 ax.plot(log10_p[ok64], direct64[ok64], ".", ms=3, label="direct ‖∇p‖², float64")
 fin32 = np.isfinite(direct32)
 ax.plot(log10_p[fin32], direct32[fin32], "x", ms=4, label="direct ‖∇p‖², float32")
 ax.set(xlabel="log₁₀ p", ylabel="log₁₀ ‖∇θ p‖²", title="Epistemic score in log space and directly")
-ax.legend(fontsize=8)
+ax.legend()
 glue("fig_logspace", fig, display=False)
 plt.close(fig)
 
@@ -266,8 +282,8 @@ plt.close(fig)
 # Where the direct float64 computation is finite ({glue:text}`logspace_n` inputs), the
 # two agree to a relative error of at most {glue:text}`logspace_max_rel_err:.1e`. The
 # direct float32 computation underflowed to exactly zero for
-# {glue:text}`direct32_underflow` of the 200 inputs (the smallest $p$ here is
-# $10^{\,\text{{glue:text}`log10_p_min:.0f`}}$), while the log-space value is finite for
+# {glue:text}`direct32_underflow` of the 200 inputs (the smallest $p$ here has
+# $\log_{10} p$ = {glue:text}`log10_p_min:.0f`), while the log-space value is finite for
 # {glue:text}`logspace_finite` of 200.
 
 # %% [markdown]
@@ -309,20 +325,34 @@ rho_iso_blr = spearmanr(iso, exact_var).statistic
 glue("blr_rho_iso", float(rho_iso_blr), display=False)
 in_gap = np.abs(x_grid) < 1
 glue("blr_rho_iso_gap", float(spearmanr(iso[in_gap], exact_var[in_gap]).statistic), display=False)
+# What the figure shows, in numbers: the variances in the gap and beyond the outermost features,
+# each relative to its median at the training inputs.
+near_train = np.min(np.abs(x_grid[:, None] - x_reg[None, :]), axis=1) < 0.1
+beyond = np.abs(x_grid) > 4.5
+gap_ratio = float(np.median(exact_var[in_gap]) / np.median(exact_var[near_train]))
+glue("blr_gap_ratio", gap_ratio, display=False)
+glue("blr_gap_direction", "larger" if gap_ratio > 1 else "smaller", display=False)
+glue("blr_iso_gap_ratio", float(np.median(iso[in_gap]) / np.median(iso[near_train])), display=False)
+glue("blr_beyond_ratio", float(np.median(exact_var[beyond]) / np.median(exact_var[near_train])), display=False)
+glue("blr_iso_beyond_ratio", float(np.median(iso[beyond]) / np.median(iso[near_train])), display=False)
+beyond_ratio = float(np.median(exact_var[beyond]) / np.median(exact_var[near_train]))
+glue("blr_beyond_vs_gap", "lower than in the gap" if beyond_ratio < gap_ratio else "higher than in the gap",
+     display=False)
+glue("blr_beyond_vs_data", "still above" if beyond_ratio > 1 else "below", display=False)
 
-fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+fig, axes = display.subplots(1, 2, panel_height=3.4)
 mean = np.asarray(rbf_features(x_grid)) @ post.mean
 axes[0].fill_between(x_grid, mean - 2 * np.sqrt(exact_var), mean + 2 * np.sqrt(exact_var), alpha=0.3,
                      label="±2 sd (exact)")
 axes[0].plot(x_grid, mean, label="posterior mean")
 axes[0].plot(x_reg, y_reg, "k.", label="data")
-axes[0].set(xlabel="x", ylabel="f(x)", title="Bayesian linear regression (RBF features)")
-axes[0].legend(fontsize=8)
+axes[0].set(xlabel="x", ylabel="f(x)", title="Bayesian linear regression")
+axes[0].legend()
 axes[1].plot(x_grid, exact_var / exact_var.max(), label="exact predictive variance gᵀΣg")
 axes[1].plot(x_grid, iso / iso.max(), "--", label="isotropic ‖g‖²")
 axes[1].plot(x_reg, np.zeros_like(x_reg), "k|", ms=10, label="training inputs")
-axes[1].set(xlabel="x", ylabel="normalised variance", title="Exact vs isotropic")
-axes[1].legend(fontsize=8)
+axes[1].set(xlabel="x", ylabel="normalised variance", title="Exact vs isotropic", ylim=(-0.03, 1.62))
+axes[1].legend(loc="upper center")
 glue("fig_blr", fig, display=False)
 plt.close(fig)
 
@@ -332,24 +362,34 @@ plt.close(fig)
 #
 # Left: the exact posterior predictive of Bayesian linear regression with a gap in the
 # data. Right: the exact predictive variance against the isotropic score $\lVert g\rVert^2$,
-# each divided by its maximum.
+# each divided by its maximum (the exact variance's maximum lies in the gap, so at the
+# training inputs it is close to 0 on this scale).
 # ```
 #
 # The delta-method variance $g^\top\Sigma g$ and the closed form agree to a maximum
 # relative error of {glue:text}`blr_max_rel_err:.1e`. The isotropic score, however, is a
 # poor ranking here: Spearman $\rho$ = {glue:text}`blr_rho_iso:.2f` over the grid
-# ({glue:text}`blr_rho_iso_gap:.2f` inside the gap). With RBF features $\lVert\phi(x)\rVert^2$
-# is nearly constant wherever features exist and falls to zero far away, the opposite
-# of the true variance, which grows away from the data. Isotropy discards exactly the
-# information that $\Sigma$ carries about *where the data were*. That is the subject of
-# the next check.
+# ({glue:text}`blr_rho_iso_gap:.2f` inside the gap). Here $g = \phi(x)$, and with RBF features
+# $\lVert\phi(x)\rVert^2$ is nearly constant wherever features exist: its median in the gap is
+# {glue:text}`blr_iso_gap_ratio:.2f` times its median at the training inputs. The exact variance
+# knows where the data were: in the gap it is {glue:text}`blr_gap_ratio:.3g` times
+# ({glue:text}`blr_gap_direction`) its value at the training inputs. Farther out
+# ($|x| > 4.5$, past the outermost feature centre at 4) the features fade, and the two
+# scores part ways: $\lVert g\rVert^2$ falls to {glue:text}`blr_iso_beyond_ratio:.2g` of its
+# value at the data, while the exact variance is {glue:text}`blr_beyond_ratio:.3g` times its
+# value at the data ({glue:text}`blr_beyond_vs_gap`, as the fading features carry less prior
+# variance, but {glue:text}`blr_beyond_vs_data` the data). That is why the figure's right
+# panel shows the exact variance peaking where there are no data but features still reach
+# (in the gap and around $|x| = 4$) and dropping at the edges, and why the isotropic ranking
+# is poor. Isotropy discards exactly the information that $\Sigma$ carries
+# about *where the data were*. That is the subject of the next check.
 
 # %% [markdown]
 # ## Check (d): the isotropic score is the diagonal of the tangent kernel
 #
 # Under $\Sigma = \sigma^2 I$, the delta-method covariance between the outputs at two
 # inputs is $\sigma^2\,\nabla_\theta f(x)^\top\nabla_\theta f(x') = \sigma^2\,\Theta(x, x')$,
-# the **neural tangent kernel** at $\theta^*$. The isotropic score is its diagonal,
+# the **neural tangent kernel** {cite}`jacot2018neural` at $\theta^*$. The isotropic score is its diagonal,
 # $\lVert\nabla_\theta f(x)\rVert^2 = \Theta(x,x)$. We train an MLP on the gap data and
 # compute both.
 #
@@ -386,12 +426,12 @@ glue("ntk_explained_at_data", float(np.median(explained[at_data])), display=Fals
 glue("ntk_explained_gap", float(np.median(explained[in_gap])), display=False)
 glue("ntk_rho_iso_vs_conditioned", float(spearmanr(theta_diag, conditioned).statistic), display=False)
 
-fig, ax = plt.subplots(figsize=(7, 4))
+fig, ax = display.subplots(panel_height=3.9)
 ax.plot(x_grid, theta_diag / theta_diag.max(), label="isotropic: Θ(x,x) = ‖∇θ f‖²")
 ax.plot(x_grid, conditioned / theta_diag.max(), "--", label="conditioned on the data: Θ(x,x) − Θ(x,X)(Θ(X,X)+λI)⁻¹Θ(X,x)")
 ax.plot(x_reg, np.zeros_like(x_reg), "k|", ms=10, label="training inputs")
 ax.set(xlabel="x", ylabel="variance / max Θ(x,x)", title="Tangent-kernel view of the isotropic score")
-ax.legend(fontsize=7)
+ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncols=1)
 glue("fig_ntk", fig, display=False)
 plt.close(fig)
 
@@ -445,13 +485,83 @@ glue("ltv_epistemic_share", float(epistemic_part / total), display=False)
 #
 # ## Summary
 #
-# - The delta method is exact in the limit of small parameter uncertainty and exact for
-#   models linear in their parameters; its error at large σ is curvature.
+# ```{admonition} Key takeaways
+# :class: important
+#
+# - The delta method is exact in the limit of small parameter uncertainty (at
+#   σ = {glue:text}`sigma_min:.0e` the Monte Carlo ratio is within
+#   {glue:text}`ratio_small_sigma_maxdev:.3f` of 1) and exact for models linear in their
+#   parameters (relative error {glue:text}`blr_max_rel_err:.1e`); its error at large σ is curvature.
 # - Isotropy turns $g^\top\Sigma g$ into $\lVert g\rVert^2$, the tangent-kernel diagonal:
 #   cheap, but blind to where the data were except through $\theta^*$. In Bayesian linear
-#   regression with local features this ranking was poor.
+#   regression with local features this ranking was poor (Spearman ρ =
+#   {glue:text}`blr_rho_iso:.2f` with the exact variance).
 # - Computing in log space keeps the score finite for answers whose probability
-#   underflows.
+#   underflows: {glue:text}`logspace_finite` of 200 finite, against
+#   {glue:text}`direct32_underflow` float32 underflows computed directly.
+# - The law of total variance splits the answer's variance into aleatoric and epistemic
+#   parts exactly (difference {glue:text}`ltv_abs_err:.1e` on the samples).
+# ```
+#
+# ## Exercises
+#
+# ```{exercise} Try it: fewer Monte Carlo samples
+# :label: ex01-1
+#
+# {numref}`fig-01-delta-method`'s error bars come from `n_mc` =
+# {glue:text}`n_mc` samples per σ. Predict how the standard error of the ratio at the
+# smallest σ changes if `n_mc` is divided by 4, then run the chapter in the `smoke` profile
+# (400 samples; the whole chapter runs in about a minute on two cores) with
+# `python -m gnuq_core.repro.chapters run 01 --profile smoke --set n_mc=100`
+# and compare the provenance table's parameters and the text's standard error.
+# ```
+#
+# ````{solution} ex01-1
+# :class: dropdown
+#
+# A Monte Carlo variance estimate has a standard error proportional to $1/\sqrt{n}$, so
+# a quarter of the samples doubles it. The ratio at the smallest σ stays close to 1 (the
+# delta method is still exact there), but its deviation from 1 becomes about twice as
+# large, and the figure's error bars about twice as long.
+# ````
+#
+# ```{exercise} The law of total variance
+# :label: ex01-2
+#
+# Let $p$ be a random probability (it depends on the random $\theta$) and
+# $Y \mid p \sim \mathrm{Bernoulli}(p)$. Show that
+# $\operatorname{Var}[Y] = \mathbb E[p(1-p)] + \operatorname{Var}[p]$, and that it equals
+# $\bar p(1-\bar p)$ with $\bar p = \mathbb E[p]$.
+# ```
+#
+# ````{solution} ex01-2
+# :class: dropdown
+#
+# $\operatorname{Var}[Y] = \mathbb E[\operatorname{Var}[Y\mid p]] + \operatorname{Var}[\mathbb E[Y\mid p]]
+# = \mathbb E[p(1-p)] + \operatorname{Var}[p]$. Since $Y \in \{0, 1\}$, $Y^2 = Y$ and
+# $\operatorname{Var}[Y] = \mathbb E[Y] - \mathbb E[Y]^2 = \bar p(1-\bar p)$. Check (e)
+# verifies this on samples: the identity holds for *any* distribution of $p$, which is
+# why the two sides agree to rounding error, not to Monte Carlo error.
+# ````
+#
+# ```{exercise} Why the isotropic score misses the gap
+# :label: ex01-3
+#
+# In check (c) the model is $f(x) = \phi(x)^\top w$. What is $g = \nabla_w f(x)$, and why
+# can $\lVert g\rVert^2$ not depend on the training data at all? Which term of the exact
+# variance $\phi(x)^\top(\alpha I + \beta\Phi^\top\Phi)^{-1}\phi(x)$ carries the data?
+# ```
+#
+# ````{solution} ex01-3
+# :class: dropdown
+#
+# $g = \phi(x)$ for every $w$, so $\lVert g\rVert^2 = \lVert\phi(x)\rVert^2$ is fixed by the
+# features alone: a linear model's gradient does not change in training. The data enter the
+# exact variance only through $\beta\Phi^\top\Phi$, which shrinks the variance along feature
+# directions the training inputs excite; in the gap nothing shrinks it, so it stays near the
+# prior value $\lVert\phi(x)\rVert^2/\alpha$. For a neural network $g$ depends on
+# $\theta^*$, and so indirectly on the data (check (d)).
+# ````
 
 # %% tags=["remove-input"]
 prov.show()
