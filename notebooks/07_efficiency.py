@@ -524,13 +524,14 @@ else:
 # ````{admonition} Key takeaways
 # :class: important
 # - The gradient pass costs {glue:text}`floor_ratio_0:.2f` forwards on
-#   {glue:md}`floor_model_0` (all models: {glue:md}`floor_list`); its extra memory is a
-#   small fraction of one gradient ({glue:text}`mem_worst_frac:.3f` at most).
+#   {glue:md}`floor_model_0` (all models: {glue:md}`floor_list`); its extra peak memory is
+#   at most {glue:text}`mem_worst_frac:.3f` of one fp32 gradient (target:
+#   {glue:md}`mem_verdict`).
 # - It is {glue:text}`c8_value:.1f`× faster than the fastest sampling baseline on the
 #   least favourable model (C8: {glue:md}`c8_verdict`). We attribute the gap to the
 #   paper's 46–107× mainly to how the baselines are run here (batched sampling, short
-#   answers, a cheap clusterer) rather than to the estimator, whose own cost stays near its
-#   floor.
+#   answers, a cheap clusterer); the estimator's own cost is its ratio to the floor in the
+#   first point.
 # - The whole QA pipeline produces {glue:md}`rph_list`; the full study would take about
 #   {glue:text}`campaign_best_hours:.1f` h on this machine ({glue:md}`campaign_best_layout`).
 # ````
@@ -600,5 +601,5 @@ else:
 # busy.
 # ````
 
-# %%
+# %% tags=["remove-input"]
 prov.show()
