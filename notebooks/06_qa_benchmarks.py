@@ -790,8 +790,8 @@ display(book.table(claim_tab, {"claim": "claim", "measured": "measured", "value"
 # ```{admonition} Key takeaways
 # :class: important
 # - Decompose before concluding: across model × dataset the epistemic score's rank
-#   correlation with $p$ is {glue:text}`rho_epi_p_min:.2f` to {glue:text}`rho_epi_p_max:.2f`,
-#   so on these models its ranking is largely that of $p^2$, a confidence.
+#   correlation with $p$ is {glue:text}`rho_epi_p_min:.2f` to {glue:text}`rho_epi_p_max:.2f`;
+#   where it is near 1, the score ranks answers as $p^2$, a confidence, does.
 # - **C6** (TruthfulQA): the combined score's mean {term}`AUROC` is {glue:text}`c6_value:.3f`
 #   ({glue:text}`c6_lo:.2f`–{glue:text}`c6_hi:.2f`); the best score is
 #   {glue:text}`c6_best_name`. Verdict: {glue:text}`c6_verdict`.
@@ -809,9 +809,10 @@ display(book.table(claim_tab, {"claim": "claim", "measured": "measured", "value"
 #
 # Rerun this chapter in the smoke profile with a cap of 4 answer tokens instead of 8:
 # `python -m gnuq_core.repro.chapters run 06 --profile smoke --set max_new_tokens=4`
-# (a few minutes on a 2-core machine, most of it loading the two models and recomputing
-# the records). Before you look: how many answers will hit the cap, and will the epistemic
-# score's rank correlation with the answer length (section 5) get stronger or weaker?
+# (about a minute and a half on a 2-core machine, measured with the records recomputed;
+# most of it is loading the two models and answering the questions again). Before you
+# look: how many answers will hit the cap, and will the epistemic score's rank
+# correlation with the answer length (section 5) get stronger or weaker?
 # ```
 #
 # ````{solution} ex06-1
