@@ -14,12 +14,13 @@ Two bootstrap engines, both percentile intervals over resampled items:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["RankAgreement", "spearman", "spearman_pair", "t_interval", "percentile_bootstrap", "bootstrap_spearman",
+__all__ = ["RankAgreement", "resample_indices", "percentile_interval", "cluster_bootstrap", "spearman", "spearman_pair", "t_interval", "percentile_bootstrap", "bootstrap_spearman",
            "bootstrap_spearman_difference", "rank_agreement", "rank_difference", "combine", "fit_isotropic_scale", "magnitude_view",
            "trend", "Trend"]
 
@@ -81,6 +82,57 @@ def percentile_bootstrap(statistic: Callable[[np.ndarray], float], n: int, n_boo
     boots = [statistic(rng.integers(0, n, n)) for _ in range(n_boot)]
     lo, hi = np.nanpercentile(boots, [50 * (1 - level), 50 * (1 + level)])
     return float(lo), float(hi)
+
+
+def resample_indices(n: int, n_boot: int, seed: int = 0) -> np.ndarray:
+    """``(n_boot, n)`` bootstrap resample indices in one draw (``default_rng(seed).integers``),
+    for statistics vectorised over replicates (AUROC). Not the same stream as
+    `percentile_bootstrap`'s one-draw-per-replicate loop, so each caller keeps its own."""
+    return np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+
+
+def percentile_interval(replicates: np.ndarray, level: float = 0.95, point: float | None = None
+                        ) -> tuple[float, float]:
+    """The ``(1 − level)/2`` and ``(1 + level)/2`` percentiles of the finite ``replicates``
+    (linear interpolation); widened to contain ``point`` when it is given."""
+    r = np.asarray(replicates, dtype=float)
+    r = r[np.isfinite(r)]
+    if r.size == 0:
+        return float("nan"), float("nan")
+    lo, hi = np.quantile(r, [(1 - level) / 2, (1 + level) / 2])
+    if point is not None:
+        lo, hi = min(lo, point), max(hi, point)
+    return float(lo), float(hi)
+
+
+def cluster_bootstrap(values: Sequence[float], stat: Callable[[np.ndarray], float] = np.median, *,
+                 clusters: Sequence[Any] | None = None, n_boot: int = 2000, level: float = 0.95,
+                 seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of ``stat`` of ``values``.
+
+    With ``clusters`` (e.g. the question of each value) whole clusters are resampled, so
+    values of one cluster are not counted as independent; with fewer than two clusters
+    the values are resampled. One value: that value; none: ``(nan, nan)``.
+    """
+    v = np.asarray(values, dtype=float)
+    c = np.asarray(clusters if clusters is not None else np.arange(v.size))
+    if c.shape != v.shape:
+        raise ValueError(f"{v.size} values but {c.size} cluster labels: give one label per value")
+    ok = np.isfinite(v)
+    v, c = v[ok], c[ok]
+    if v.size == 0:
+        return float("nan"), float("nan")
+    if v.size == 1:
+        return float(v[0]), float(v[0])
+    labels = np.unique(c)
+    rng = np.random.default_rng(seed)
+    if labels.size < 2:
+        boots = np.array([stat(v[i]) for i in rng.integers(0, v.size, size=(n_boot, v.size))])
+    else:
+        members = [v[c == lab] for lab in labels]
+        boots = np.array([stat(np.concatenate([members[j] for j in rng.integers(0, labels.size, labels.size)]))
+                          for _ in range(n_boot)])
+    return percentile_interval(boots, level)
 
 
 def _paired(*arrays: np.ndarray) -> list[np.ndarray]:

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
+from gnuq_core import stats
 from gnuq_core.stats import (bootstrap_spearman, bootstrap_spearman_difference, fit_isotropic_scale, magnitude_view,
                              percentile_bootstrap, rank_agreement, spearman, spearman_pair, t_interval, trend)
 
@@ -90,3 +91,35 @@ def test_t_interval():
     m, lo, hi = t_interval(np.array([1.0, 2.0, 3.0]))
     assert m == 2.0 and lo < 2.0 < hi and hi - 2.0 == pytest.approx(4.302652729911275 / np.sqrt(3))
     assert t_interval(np.array([5.0])) == (5.0, 5.0, 5.0)
+
+
+def test_cluster_bootstrap_without_clusters() -> None:
+    lo, hi = stats.cluster_bootstrap(np.arange(100.0), seed=1)
+    assert lo < 49.5 < hi and hi - lo < 30
+    assert stats.cluster_bootstrap([3.0]) == (3.0, 3.0)
+    assert stats.cluster_bootstrap([1.0, 2.0, 3.0], seed=5) == stats.cluster_bootstrap([1.0, 2.0, 3.0], seed=5)
+
+
+def test_cluster_bootstrap_resamples_whole_questions() -> None:
+    """Three questions, twenty repeats each: the interval over questions spans the questions'
+    values (repeats of one question are not independent evidence)."""
+    v = [1.0] * 20 + [2.0] * 20 + [3.0] * 20
+    cl = [0] * 20 + [1] * 20 + [2] * 20
+    lo, hi = stats.cluster_bootstrap(v, clusters=cl, seed=0)
+    assert lo == 1.0 and hi == 3.0
+    lo_iid, hi_iid = stats.cluster_bootstrap(v, seed=0)  # as if the 60 values were independent: narrower
+    assert hi_iid - lo_iid < hi - lo
+    with pytest.raises(ValueError, match="cluster labels"):
+        stats.cluster_bootstrap([1.0, 2.0], clusters=[0])
+
+
+def test_percentile_interval_drops_nan_and_contains_the_point() -> None:
+    assert stats.percentile_interval(np.array([np.nan, 1.0, 2.0, 3.0]), 0.5) == (1.5, 2.5)
+    assert stats.percentile_interval(np.array([1.0, 2.0, 3.0]), 0.5, point=0.0) == (0.0, 2.5)
+    assert all(np.isnan(stats.percentile_interval(np.array([np.nan]))))
+
+
+def test_resample_indices_shape_and_seed() -> None:
+    a = stats.resample_indices(7, 5, seed=3)
+    assert a.shape == (5, 7) and a.min() >= 0 and a.max() < 7
+    assert (a == stats.resample_indices(7, 5, seed=3)).all()

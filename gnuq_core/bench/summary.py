@@ -18,15 +18,21 @@ brainstormed candidates), ``sample+p_true_reference``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from gnuq_core.bench.config import GRAD_GROUPS, PAPER_SPEEDUP, TARGET_GRAD_OVER_FORWARD, TARGET_MEMORY_FRACTION
+from gnuq_core.bench.config import (
+    GRAD_GROUPS,
+    PAPER_SPEEDUP,
+    TARGET_GRAD_OVER_FORWARD,
+    TARGET_MEMORY_FRACTION,
+)
 from gnuq_core.bench.passes import ENGINE_PASSES
+from gnuq_core.stats import cluster_bootstrap
 
-__all__ = ["summary", "bootstrap_ci", "ratio_summary", "units", "estimator_passes", "method_costs",
+__all__ = ["summary", "ratio_summary", "units", "estimator_passes", "method_costs",
            "summarize_model", "c8_measurement", "targets", "PASS_LABELS", "TARGET_SECONDS_PER_RECORD",
            "TARGET_CAMPAIGN_HOURS"]
 
@@ -50,37 +56,6 @@ def summary(values: Sequence[float]) -> dict[str, float]:
     return {"median": float(med), "q25": float(q25), "q75": float(q75), "mean": float(a.mean()), "n": int(a.size)}
 
 
-def bootstrap_ci(values: Sequence[float], stat: Callable[[np.ndarray], float] = np.median, *,
-                 clusters: Sequence[Any] | None = None, n_boot: int = 2000, level: float = 0.95,
-                 seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap interval of ``stat`` of ``values``.
-
-    With ``clusters`` (e.g. the question of each value) whole clusters are resampled, so
-    values of one cluster are not counted as independent; with fewer than two clusters
-    the values are resampled. One value: that value; none: ``(nan, nan)``.
-    """
-    v = np.asarray(values, dtype=float)
-    c = np.asarray(clusters if clusters is not None else np.arange(v.size))
-    if c.shape != v.shape:
-        raise ValueError(f"{v.size} values but {c.size} cluster labels: give one label per value")
-    ok = np.isfinite(v)
-    v, c = v[ok], c[ok]
-    if v.size == 0:
-        return float("nan"), float("nan")
-    if v.size == 1:
-        return float(v[0]), float(v[0])
-    labels = np.unique(c)
-    rng = np.random.default_rng(seed)
-    if labels.size < 2:
-        boots = np.array([stat(v[i]) for i in rng.integers(0, v.size, size=(n_boot, v.size))])
-    else:
-        members = [v[c == lab] for lab in labels]
-        boots = np.array([stat(np.concatenate([members[j] for j in rng.integers(0, labels.size, labels.size)]))
-                          for _ in range(n_boot)])
-    lo, hi = np.percentile(boots, [(1 - level) / 2 * 100, (1 + level) / 2 * 100])
-    return float(lo), float(hi)
-
-
 def ratio_summary(numerator: Sequence[float], denominator: Sequence[float], *, clusters: Sequence[Any] | None = None,
                   n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
     """Paired ratios ``numerator[i] / denominator[i]``: median, IQR, bootstrap 95% CI of the
@@ -92,7 +67,7 @@ def ratio_summary(numerator: Sequence[float], denominator: Sequence[float], *, c
     cl = np.asarray(clusters if clusters is not None else np.arange(num.size))
     ok = np.isfinite(num) & np.isfinite(den) & (den > 0)
     r = num[ok] / den[ok]
-    lo, hi = bootstrap_ci(r, clusters=cl[ok], n_boot=n_boot, seed=seed)
+    lo, hi = cluster_bootstrap(r, clusters=cl[ok], n_boot=n_boot, seed=seed)
     med_num = float(np.median(num[ok])) if ok.any() else float("nan")
     med_den = float(np.median(den[ok])) if ok.any() else float("nan")
     return {**summary(r), "ci": [lo, hi], "ratio_of_medians": med_num / med_den if med_den else float("nan"),

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import rankdata
 
+from gnuq_core.stats import percentile_interval, resample_indices
+
 __all__ = ["auroc", "AurocCI", "bootstrap_auroc", "bootstrap_replicates", "paired_bootstrap_difference", "roc", "prr",
            "rejection_curve", "balanced_accuracy"]
 
@@ -81,16 +83,12 @@ class AurocCI:
     n_boot: int
 
 
-def _resample_index(n: int, n_boot: int, seed: int) -> np.ndarray:
-    return np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
-
-
 def bootstrap_replicates(incorrect: Sequence[float], score: Sequence[float], *, n_boot: int = 2000,
                          seed: int = 0) -> np.ndarray:
     """AUROC of each of ``n_boot`` resamples of the questions (the resamples of
     `bootstrap_auroc` with the same seed); NaN where a resample has one class only."""
     y, s = _xy(incorrect, score)
-    idx = _resample_index(y.size, n_boot, seed)
+    idx = resample_indices(y.size, n_boot, seed)
     return _auroc_rows(y[idx], s[idx])
 
 
@@ -104,12 +102,10 @@ def bootstrap_auroc(incorrect: Sequence[float], score: Sequence[float], *, n_boo
     point = auroc(y, s)
     if not np.isfinite(point):
         return AurocCI(point, float("nan"), float("nan"), int(y.size), int(y.sum()), 0)
-    idx = _resample_index(y.size, n_boot, seed)
+    idx = resample_indices(y.size, n_boot, seed)
     vals = _auroc_rows(y[idx], s[idx])
-    vals = vals[np.isfinite(vals)]
-    a = (1 - level) / 2
-    lo, hi = np.quantile(vals, [a, 1 - a])
-    return AurocCI(point, float(min(lo, point)), float(max(hi, point)), int(y.size), int(y.sum()), int(vals.size))
+    lo, hi = percentile_interval(vals, level, point)
+    return AurocCI(point, lo, hi, int(y.size), int(y.sum()), int(np.isfinite(vals).sum()))
 
 
 def paired_bootstrap_difference(incorrect: Sequence[float], score_a: Sequence[float], score_b: Sequence[float],
@@ -121,12 +117,10 @@ def paired_bootstrap_difference(incorrect: Sequence[float], score_a: Sequence[fl
     point = auroc(y, a) - auroc(y, b)
     if not np.isfinite(point):
         return point, float("nan"), float("nan")
-    idx = _resample_index(y.size, n_boot, seed)
+    idx = resample_indices(y.size, n_boot, seed)
     d = _auroc_rows(y[idx], a[idx]) - _auroc_rows(y[idx], b[idx])
-    d = d[np.isfinite(d)]
-    q = (1 - level) / 2
-    lo, hi = np.quantile(d, [q, 1 - q])
-    return float(point), float(min(lo, point)), float(max(hi, point))
+    lo, hi = percentile_interval(d, level, point)
+    return float(point), lo, hi
 
 
 def roc(incorrect: Sequence[float], score: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gnuq_core.qa.auroc import auroc, balanced_accuracy
+from gnuq_core.stats import percentile_interval
 
 __all__ = ["fit_threshold", "fit_logistic", "cross_validated_balanced_accuracy", "TransferResult", "transfer",
            "mean_with_ci"]
@@ -149,11 +150,7 @@ def transfer(source_score: Sequence[float], source_incorrect: Sequence[float], t
             continue
         boot.append(balanced_accuracy(ty[j], ts[j] > fit_threshold(ss[i], sy[i])))
     boot_a = np.asarray(boot, float)
-    if boot_a.size and np.isfinite(ba):
-        lo, hi = np.quantile(boot_a, [0.025, 0.975])
-        ci = (float(min(lo, ba)), float(max(hi, ba)))
-    else:
-        ci = (float("nan"), float("nan"))
+    ci = percentile_interval(boot_a, 0.95, ba) if np.isfinite(ba) else (float("nan"), float("nan"))
     return TransferResult(
         threshold_source=t_src, threshold_target=fit_threshold(ts, ty), transferred_ba=ba, transferred_ci=ci,
         transferred_logistic_ba=ba_log,

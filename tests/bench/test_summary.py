@@ -10,27 +10,10 @@ from gnuq_core.qa import scores
 from gnuq_core.repro import claims
 
 
-def test_summary_and_bootstrap() -> None:
+def test_summary() -> None:
     s = sm.summary([1.0, 2.0, 3.0, 4.0, float("nan")])
     assert s["n"] == 4 and s["median"] == 2.5 and s["q25"] == 1.75 and s["q75"] == 3.25
     assert np.isnan(sm.summary([])["median"])
-    lo, hi = sm.bootstrap_ci(np.arange(100.0), seed=1)
-    assert lo < 49.5 < hi and hi - lo < 30
-    assert sm.bootstrap_ci([3.0]) == (3.0, 3.0)
-    assert sm.bootstrap_ci([1.0, 2.0, 3.0], seed=5) == sm.bootstrap_ci([1.0, 2.0, 3.0], seed=5)
-
-
-def test_cluster_bootstrap_resamples_whole_questions() -> None:
-    """Three questions, twenty repeats each: the interval over questions spans the questions'
-    values (repeats of one question are not independent evidence)."""
-    v = [1.0] * 20 + [2.0] * 20 + [3.0] * 20
-    cl = [0] * 20 + [1] * 20 + [2] * 20
-    lo, hi = sm.bootstrap_ci(v, clusters=cl, seed=0)
-    assert lo == 1.0 and hi == 3.0
-    lo_iid, hi_iid = sm.bootstrap_ci(v, seed=0)  # as if the 60 values were independent: narrower
-    assert hi_iid - lo_iid < hi - lo
-    with pytest.raises(ValueError, match="cluster labels"):
-        sm.bootstrap_ci([1.0, 2.0], clusters=[0])
 
 
 def test_ratio_summary_is_paired() -> None:
