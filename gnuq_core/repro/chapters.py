@@ -20,7 +20,6 @@ Command line::
 
 from __future__ import annotations
 
-import argparse
 import ast
 import json
 import os

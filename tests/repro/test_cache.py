@@ -28,7 +28,6 @@ def test_unchanged_config_is_read_back_changed_recomputes(tmp_path: Path) -> Non
 
 def test_an_entry_pickled_by_moved_code_is_recomputed(tmp_path) -> None:
     """A refactor that moves a pickled class must not make a warm cache unusable."""
-    import pickle
     import warnings
 
     from gnuq_core.repro.cache import cached, config_key
