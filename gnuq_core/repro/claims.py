@@ -43,6 +43,10 @@ class Measurement:
     note : str
         One sentence the ledger shows beside the verdict: the main caveat, built from
         measured numbers (e.g. how the verdict changes under another setting).
+    evidence : dict of str to int
+        How much data the number rests on, as counts the claim's :class:`Gate` checks
+        before its rule may judge (e.g. ``{"seeds": 3, "settings": 12}`` or
+        ``{"correct": 41, "wrong": 776}``); the ledger shows them.
     """
 
     claim: str
@@ -51,6 +55,7 @@ class Measurement:
     settings: dict[str, Any] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
     note: str = ""
+    evidence: dict[str, int] = field(default_factory=dict)
 
 
 C1_MIN_RHO = 0.44
