@@ -99,14 +99,17 @@ def with_prompt_ids(loaded: Any, record: Mapping[str, Any], question: str) -> di
 
 
 def run_dataset(loaded: Any, items: Sequence[Any], config: Any, *, progress: bool = True, store: bool = False,
-                verify: int = 2, store_root: Path | None = None, world: Any = None) -> list[dict[str, Any]]:
+                verify: int = 2, store_root: Path | None = None, world: Any = None,
+                compute_missing: bool = True) -> list[dict[str, Any]]:
     """Evaluate ``items`` (one dataset) with `gnuq_core.qa.engine`; their records.
 
     By default the records live in the local cache (resumable JSONL). With ``store`` they
     live in the repository's results store (`gnuq_core.repro.results_store`): ids, answers and
     numbers only, never question or reference texts (nor the prompt's token ids, which are
     re-encoded on reading); stored records are reused, missing ones computed and appended,
-    and ``verify`` random stored ones recomputed and compared.
+    and ``verify`` random stored ones recomputed and compared. With ``store`` and not
+    ``compute_missing`` only the stored records are returned (in the order of ``items``),
+    nothing is computed: the paper edition's view of a campaign that is still filling the store.
 
     With ``world`` (`gnuq_core.repro.shards.World` of a ``torchrun`` job) this process
     computes the missing items at positions ≡ rank (mod size) of ``items`` into its own
@@ -130,7 +133,7 @@ def run_dataset(loaded: Any, items: Sequence[Any], config: Any, *, progress: boo
                                                              clusterer=clusterer, texts=False)),
                           code_files=STORE_CODE, verify=verify, rtol=1e-3, atol=1e-6,
                           progress=f"{config.model} {dataset}" if progress else None, root=store_root,
-                          world=world)
+                          world=world, compute_missing=compute_missing)
         return [with_prompt_ids(loaded, r, by_id[r["id"]].question) for r in recs]
     path = run_path(config, dataset)
     run_benchmark(loaded, list(items), config, path, progress=progress, world=world)

@@ -113,7 +113,7 @@ def run_stored(kind: str, config: dict[str, Any], ids: Sequence[str], compute: C
                ignore: Sequence[str] = ("seconds", "timings"),
                recompute: Callable[[str], dict[str, Any]] | None = None,
                progress: str | None = None, digits: int | None = 7,
-               world: World | None = None) -> list[dict[str, Any]]:
+               world: World | None = None, compute_missing: bool = True) -> list[dict[str, Any]]:
     """Results for ``ids``: stored ones are reused (and a sample re-checked), missing ones computed.
 
     Parameters
@@ -144,11 +144,16 @@ def run_stored(kind: str, config: dict[str, Any], ids: Sequence[str], compute: C
         missing ids at positions ≡ rank (mod size) of ``ids`` into its own shard; rank 0
         alone checks the ``verify`` sample; at the end all ranks wait, rank 0 merges the
         shards, and every rank returns all records it can read. Default: one process.
+    compute_missing : bool
+        ``False`` reads only: what is stored is returned (and its sample checked), nothing is
+        computed or written (a build that must fit a time budget while a long campaign
+        fills the store in pieces).
 
     Returns
     -------
     list of dict
-        One record per id, in the order of ``ids``.
+        One record per id, in the order of ``ids`` (only the stored ids when not
+        ``compute_missing``).
     """
     world = world or World()
     code = code_version(code_files)
@@ -164,6 +169,8 @@ def run_stored(kind: str, config: dict[str, Any], ids: Sequence[str], compute: C
             raise ResultsDisagree(f"{path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path}: "
                                   f"item {item} recomputed differently ({'; '.join(diffs[:5])}). The stored result "
                                   "is stale or the computation is not deterministic: delete the file to recompute.")
+    if not compute_missing:
+        return [{k: v for k, v in existing[i].items() if k != "type"} for i in ids if i in existing]
     order = list(dict.fromkeys(ids))
     missing = [i for i in world.mine(order) if i not in existing]
     if missing or world.sharded:  # a one-process read of a complete result writes nothing

@@ -30,6 +30,25 @@ def test_missing_items_are_computed_once(tmp_path: Path, code: list[Path]) -> No
     assert [r["id"] for r in second] == ["1", "2", "3"] and calls == ["1", "2", "3"]
 
 
+def test_read_only_returns_the_stored_items_and_computes_nothing(tmp_path: Path, code: list[Path]) -> None:
+    root = tmp_path / "store"
+    run_stored("demo", {}, ["1", "3"], lambda i: {"score": float(i)}, code_files=code, verify=0, root=root)
+    files = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+    def compute(i: str) -> dict:
+        if i == "2":
+            raise AssertionError("a read-only run computed a missing item")
+        return {"score": float(i)}
+
+    got = run_stored("demo", {}, ["3", "2", "1"], compute, code_files=code, verify=1, root=root,
+                     compute_missing=False)
+    assert [r["id"] for r in got] == ["3", "1"]  # stored ids, in the requested order
+    assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == files  # nothing written
+    with pytest.raises(ResultsDisagree):  # the sample check still runs
+        run_stored("demo", {}, ["1"], lambda i: {"score": 9.0}, code_files=code, verify=1, root=root,
+                   compute_missing=False)
+
+
 def test_a_sample_is_recomputed_and_must_agree(tmp_path: Path, code: list[Path]) -> None:
     root = tmp_path / "store"
     run_stored("demo", {}, ["1", "2"], lambda i: {"score": 1.0}, code_files=code, verify=0, root=root)
