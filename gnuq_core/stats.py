@@ -10,6 +10,11 @@ Two bootstrap engines, both percentile intervals over resampled items:
   :func:`bootstrap_spearman_difference`; its Spearman is scipy's ``spearmanr`` (Pearson of
   average ranks via ``np.corrcoef``), equal to :func:`spearman` up to rounding. The two are
   kept apart so that every stored interval keeps its random draws and its last digit.
+
+:func:`hierarchical_bootstrap` and :func:`hierarchical_trend` resample nested levels (seeds,
+then the settings or sizes under them, then query points through each value's own
+replicates), so that their intervals include the seed-to-seed variation that the
+query-point bootstraps above leave out.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import numpy as np
 
 __all__ = ["RankAgreement", "resample_indices", "percentile_interval", "cluster_bootstrap", "spearman", "spearman_pair", "t_interval", "percentile_bootstrap", "bootstrap_spearman",
            "bootstrap_spearman_difference", "rank_agreement", "rank_difference", "combine", "fit_isotropic_scale", "magnitude_view",
-           "trend", "Trend"]
+           "trend", "Trend", "hierarchical_indices", "hierarchical_bootstrap", "hierarchical_trend"]
 
 
 def _rank(a: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -336,3 +341,136 @@ def combine(values: list[float], boots: list[np.ndarray], how: str = "median",
     reps = [agg([b[rng.integers(len(b))] for b in boots]) for _ in range(n_boot)]
     lo, hi = np.percentile(reps, [2.5, 97.5])
     return v, (float(min(lo, v)), float(max(hi, v)))
+
+
+def hierarchical_indices(levels: Sequence[np.ndarray], resample: Sequence[bool], rng: np.random.Generator
+                         ) -> np.ndarray:
+    """One hierarchical resample of items labelled at nested ``levels``.
+
+    Level 0's labels are drawn with replacement (if ``resample[0]``; otherwise each is kept
+    once); within each drawn label, level 1's labels present there are drawn the same way,
+    and so on; every item under the last level's drawn labels is kept. A label drawn twice
+    contributes its items twice, each resampled afresh below it.
+
+    Parameters
+    ----------
+    levels : sequence of numpy.ndarray
+        One label array per level, outermost first, each with one label per item.
+    resample : sequence of bool
+        Per level: resample its labels (a random level such as the seed) or keep each once
+        (a fixed stratum such as the model size).
+    rng : numpy.random.Generator
+        Random draws.
+
+    Returns
+    -------
+    numpy.ndarray
+        Item indices of the resample (with repeats).
+    """
+    levels = [np.asarray(lab) for lab in levels]
+
+    def draw(items: np.ndarray, level: int) -> list[np.ndarray]:
+        if level == len(levels):
+            return [items]
+        labels = np.unique(levels[level][items])
+        chosen = labels[rng.integers(0, labels.size, labels.size)] if resample[level] else labels
+        return [part for lab in chosen for part in draw(items[levels[level][items] == lab], level + 1)]
+
+    return np.concatenate(draw(np.arange(levels[0].size), 0))
+
+
+def _check_levels(n: int, levels: Sequence[np.ndarray], resample: Sequence[bool] | None,
+                  boots: Sequence[np.ndarray] | None) -> list[bool]:
+    if len(levels) == 0:
+        raise ValueError("levels is empty: give at least one label array (e.g. the seed of each value)")
+    sizes = [np.asarray(lab).size for lab in levels]
+    if any(k != n for k in sizes):
+        raise ValueError(f"{n} values but label arrays of sizes {sizes}: give one label per value at every level")
+    if boots is not None and len(boots) != n:
+        raise ValueError(f"{n} values but {len(boots)} arrays of replicates: give one per value (or boots=None)")
+    res = [True] * len(levels) if resample is None else list(resample)
+    if len(res) != len(levels):
+        raise ValueError(f"{len(levels)} levels but {len(res)} resample flags: give one flag per level")
+    return res
+
+
+def hierarchical_bootstrap(values: Sequence[float], boots: Sequence[np.ndarray] | None, levels: Sequence[np.ndarray],
+                           resample: Sequence[bool] | None = None, how: str = "median", n_boot: int = 2000,
+                           seed: int = 0, level: float = 0.95) -> tuple[float, tuple[float, float], np.ndarray]:
+    """Median (or mean) of per-setting values with a hierarchical bootstrap interval.
+
+    Each replicate resamples the top level (e.g. seeds) with replacement, then the levels
+    below it (:func:`hierarchical_indices`), and replaces each drawn value by a random one
+    of its own bootstrap replicates (``boots``: e.g. ρ's bootstrap over query points, which
+    is the same as resampling that setting's query points afresh); the median/mean of the
+    drawn values is one replicate. So the interval includes the seed-to-seed variation,
+    which :func:`combine` (query points only) leaves out. With one label at every resampled
+    level only the query-point level remains, as in :func:`combine`.
+
+    Parameters
+    ----------
+    values : sequence of float
+        Per-setting statistic (e.g. ρ or a ρ difference).
+    boots : sequence of numpy.ndarray or None
+        Per-setting replicates over query points; ``None`` keeps each value fixed.
+    levels : sequence of numpy.ndarray
+        Labels per level, outermost first (e.g. ``[seed_of_each_value]``).
+    resample : sequence of bool, optional
+        Per level: resample (default) or keep each label once.
+    how : {"median", "mean"}
+        Statistic over the drawn values.
+    n_boot, seed, level
+        Replicates, seed and interval level.
+
+    Returns
+    -------
+    value : float
+        The statistic of ``values``.
+    ci : tuple of float
+        Percentile interval, widened to contain ``value``.
+    replicates : numpy.ndarray
+        The ``n_boot`` replicates.
+    """
+    v = np.asarray(values, float)
+    res = _check_levels(v.size, levels, resample, boots)
+    agg = {"median": np.median, "mean": np.mean}[how]
+    point = float(agg(v))
+    rng = np.random.default_rng(seed)
+    bs = None if boots is None else [np.asarray(b, float) for b in boots]
+    reps = np.empty(n_boot)
+    for r in range(n_boot):
+        idx = hierarchical_indices(levels, res, rng)
+        drawn = v[idx] if bs is None else np.array([bs[i][rng.integers(bs[i].size)] for i in idx])
+        reps[r] = agg(drawn[np.isfinite(drawn)]) if np.isfinite(drawn).any() else np.nan
+    return point, percentile_interval(reps, level, point=point), reps
+
+
+def hierarchical_trend(x: np.ndarray, y: np.ndarray, levels: Sequence[np.ndarray], resample: Sequence[bool] | None = None,
+                       boots: Sequence[np.ndarray] | None = None, n_boot: int = 2000, seed: int = 0,
+                       level: float = 0.95) -> Trend:
+    """Least-squares slope of ``y`` against ``x`` with a hierarchical bootstrap interval.
+
+    Like :func:`trend`, but the resampling follows nested ``levels``: e.g. ``[series, size,
+    seed]`` with ``resample=[True, False, True]`` draws the series (problem × prior × depth
+    × query set, each a curve over sizes) with replacement, keeps every size of a drawn
+    series, draws the seeds at each size with replacement and replaces each ρ by one of its
+    query-point replicates (``boots``); the pooled slope is refitted. A slope carried by
+    one series or one seed then gets the wide interval it deserves.
+
+    Returns
+    -------
+    Trend
+        ``n_groups`` is the number of distinct labels at the top level.
+    """
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    res = _check_levels(y.size, levels, resample, boots)
+    slope, icpt = _ols(x, y)
+    rng = np.random.default_rng(seed)
+    bs = None if boots is None else [np.asarray(b, float) for b in boots]
+    reps = np.empty(n_boot)
+    for r in range(n_boot):
+        idx = hierarchical_indices(levels, res, rng)
+        yy = y[idx] if bs is None else np.array([bs[i][rng.integers(bs[i].size)] for i in idx])
+        reps[r] = _ols(x[idx], yy)[0]
+    lo, hi = percentile_interval(reps, level, point=slope)
+    return Trend(slope, (lo, hi), icpt, int(y.size), int(np.unique(np.asarray(levels[0])).size))

@@ -123,3 +123,70 @@ def test_resample_indices_shape_and_seed() -> None:
     a = stats.resample_indices(7, 5, seed=3)
     assert a.shape == (5, 7) and a.min() >= 0 and a.max() < 7
     assert (a == stats.resample_indices(7, 5, seed=3)).all()
+
+
+def _settings(seed_means, n_settings=3, spread=0.01, seed=0):
+    """Per-setting values around their seed's mean, with tight query-point replicates."""
+    rng = np.random.default_rng(seed)
+    vals, boots, seeds = [], [], []
+    for s, m in enumerate(seed_means):
+        for _ in range(n_settings):
+            v = m + spread * rng.standard_normal()
+            vals.append(v), boots.append(v + 0.02 * rng.standard_normal(200)), seeds.append(s)
+    return np.array(vals), boots, np.array(seeds)
+
+
+def test_hierarchical_bootstrap_widens_when_seeds_disagree():
+    from gnuq_core.stats import combine, hierarchical_bootstrap
+
+    vals, boots, seeds = _settings([0.6, -0.4, 0.5, -0.3])
+    v, (lo, hi), reps = hierarchical_bootstrap(vals, boots, [seeds], how="mean", n_boot=1000)
+    _, (plo, phi) = combine(list(vals), boots, how="mean")
+    assert v == pytest.approx(vals.mean()) and reps.shape == (1000,)
+    assert hi - lo > 5 * (phi - plo) and hi - lo > 0.4  # the seeds' spread is in the interval
+
+
+def test_hierarchical_bootstrap_matches_points_only_when_seeds_agree():
+    from gnuq_core.stats import combine, hierarchical_bootstrap
+
+    vals, boots, seeds = _settings([0.5, 0.5, 0.5, 0.5], spread=0.0)
+    _, (lo, hi), _ = hierarchical_bootstrap(vals, boots, [seeds], how="median", n_boot=1000)
+    _, (plo, phi) = combine(list(vals), boots, how="median")
+    assert hi - lo == pytest.approx(phi - plo, rel=0.35)
+    assert lo == pytest.approx(plo, abs=0.01) and hi == pytest.approx(phi, abs=0.01)
+
+
+def test_hierarchical_indices_keeps_fixed_strata_and_resamples_random_levels():
+    from gnuq_core.stats import hierarchical_indices
+
+    series = np.repeat([0, 1], 6)
+    size = np.tile(np.repeat([0, 1, 2], 2), 2)
+    seed = np.tile([0, 1], 6)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        idx = hierarchical_indices([series, size, seed], [True, False, True], rng)
+        assert idx.size == 12  # 2 series × 3 sizes × 2 seeds, with repeats
+        assert sorted(np.bincount(size[idx], minlength=3)) == [4, 4, 4]  # every size kept in every series
+    draws = {tuple(hierarchical_indices([seed], [True], rng)) for _ in range(50)}
+    assert len(draws) > 1
+
+
+def test_hierarchical_trend_wide_when_one_series_carries_the_slope():
+    from gnuq_core.stats import hierarchical_trend
+
+    x = np.tile(np.repeat(np.arange(4.0), 3), 6)
+    series = np.repeat(np.arange(6), 12)
+    seed = np.tile(np.arange(3), 24)
+    y = np.where(series == 0, 0.5 * x, 0.0) + 0.01 * np.random.default_rng(0).standard_normal(x.size)
+    t = hierarchical_trend(x, y, [series, x, seed], [True, False, True], n_boot=500)
+    t_seeds = trend(x, y, seed, n_boot=500)
+    assert t.slope == pytest.approx(t_seeds.slope) and t.n_groups == 6
+    assert t.slope_ci[0] <= 0.0 + 1e-9 < t.slope_ci[1]  # the series that carries it can be left out
+    assert t_seeds.slope_ci[0] > 0.05  # resampling seeds alone keeps it in every replicate
+
+
+def test_hierarchical_bootstrap_bad_input_names_it():
+    from gnuq_core.stats import hierarchical_bootstrap
+
+    with pytest.raises(ValueError, match="one label per value"):
+        hierarchical_bootstrap([0.1, 0.2], None, [np.array([0, 1, 2])])
