@@ -88,3 +88,55 @@ def test_ntk_view_matches_parameter_space_ggn():
     (w1, b1), _ = unflatten(cfg, jnp.asarray(theta))
     h = np.tanh(xs @ np.asarray(w1) + np.asarray(b1))
     np.testing.assert_allclose(v["out_share"], (np.sum(h**2, 1) + 1) / v["iso_f"], rtol=1e-8)
+
+
+def test_glm_predictive_variance_matches_brute_force_sampling():
+    """Var[σ(f)], f ~ N(m, v), against 4·10⁶ draws of f: within five Monte Carlo standard errors."""
+    from scipy.special import expit
+
+    from gnuq_core.bayes.laplace import glm_predictive_variance
+
+    m = np.array([0.0, 2.0, -3.0, 1.0, -6.0])
+    v = np.array([1.0, 0.01, 25.0, 4.0, 9.0])
+    got = glm_predictive_variance(m, v)
+    z = np.random.default_rng(0).standard_normal(4_000_000)
+    for mi, vi, gi in zip(m, v, got):
+        p = expit(mi + np.sqrt(vi) * z)
+        var, se = p.var(), np.std((p - p.mean()) ** 2) / np.sqrt(z.size)
+        assert abs(gi - var) < 5 * se, (mi, vi, gi, var)
+
+
+def test_glm_predictive_variance_limits():
+    """Small variance: the delta method (p(1−p))²·v; far tail: the lognormal variance; v = 0: 0."""
+    from scipy.special import expit
+
+    from gnuq_core.bayes.laplace import glm_predictive_variance
+
+    m = np.array([0.0, 3.0, -8.0])
+    p = expit(m)
+    np.testing.assert_allclose(glm_predictive_variance(m, np.full(3, 1e-8)), (p * (1 - p)) ** 2 * 1e-8, rtol=1e-6)
+    # σ(f) ≈ e^f far below the transition: Var = e^{2m + s²}(e^{s²} − 1), with s² = 25 (peak 10 sd away)
+    np.testing.assert_allclose(glm_predictive_variance(np.array([-200.0]), np.array([25.0])),
+                               np.exp(-400 + 25) * np.expm1(25), rtol=1e-7)
+    assert glm_predictive_variance(np.array([1.0]), np.array([0.0]))[0] == 0.0
+    # symmetric in the sign of the logit, and below 1/4 however wide the Gaussian
+    np.testing.assert_allclose(glm_predictive_variance(m, np.full(3, 4.0)), glm_predictive_variance(-m, np.full(3, 4.0)))
+    assert glm_predictive_variance(np.array([0.0]), np.array([1e6]))[0] < 0.25
+    with pytest.raises(ValueError, match="var_f"):
+        glm_predictive_variance(np.array([0.0]), np.array([-1.0]))
+
+
+def test_estimates_carry_the_glm_predictive():
+    from gnuq_core.bayes.laplace import glm_predictive_variance
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((30, 2))
+    y = (x[:, 0] > 0).astype(float)
+    cfg = MLPConfig(input_dim=2, width=3, depth=1, prior="plain")
+    theta = fit_map(cfg, x, y, n_restarts=1).theta
+    xs = rng.standard_normal((8, 2)) * 4
+    est = estimates(cfg, theta, x, y, xs)
+    for name in ("laplace", "ggn"):
+        np.testing.assert_allclose(est[f"{name}_glm_p"], glm_predictive_variance(est["f"], est[f"{name}_f"]))
+        assert np.all(est[f"{name}_glm_p"] < 0.25)
+    assert "laplace_glm_p" not in estimates(cfg, theta, x, y, xs, laplace=False)
