@@ -66,11 +66,12 @@ n_samples = 3  # temperature samples per question for the entropy baselines
 max_new_tokens = 20  # answer-length cap, in tokens
 n_mc = 15  # TruthfulQA MC1/MC2 questions per model; 0 means all
 n_boot = 1000  # bootstrap resamples for every confidence interval
-min_per_class = 3  # fewest correct (and incorrect) answers for a model's AUROC to count
 n_cost = 3  # answers timed per parameter-group variant
 n_layer_questions = 8  # answers per model and dataset split by layer; 0 means all
 embedding_judge = True  # second TruthfulQA judge with the MiniLM sentence encoder
 use_results_store = False  # per-question records in the repository's results/ (the full profile)
+compute_missing = True  # with the store: False reads only the records stored so far (the paper edition)
+min_stored = 30  # reading only: a dataset with fewer stored questions gets its first min_stored computed
 store_verify = 2  # stored questions recomputed and compared per model and dataset
 torch_threads = 0  # 0 keeps the torch default; 1 is faster on a machine shared with other jobs
 
@@ -92,7 +93,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
-from IPython.display import display
+from IPython.display import Markdown, display
 from myst_nb import glue
 from scipy.stats import ConstantInputWarning, spearmanr
 
@@ -187,8 +188,6 @@ subsets = {d: qa_study.select_items(all_items[d], sizes[d] or None, seed) for d 
 item_by_id = {it.id: it for d in DATASETS for it in all_items[d]}
 mc_items = load_mc()
 mc_subset = qa_study.select_items(mc_items, n_mc or None, seed)
-glue("n_tfqa", len(subsets["truthfulqa"]), display=False)
-glue("n_tqa", len(subsets["triviaqa"]), display=False)
 glue("n_tfqa_all", len(all_items["truthfulqa"]), display=False)
 glue("n_tqa_all", len(all_items["triviaqa"]), display=False)
 glue("n_mc", len(mc_subset), display=False)
@@ -200,7 +199,7 @@ glue("n_models", len(models), display=False)
 # This build uses {glue:text}`n_tfqa` of the {glue:text}`n_tfqa_all` TruthfulQA questions
 # and {glue:text}`n_tqa` of the {glue:text}`n_tqa_all` TriviaQA questions per model,
 # {glue:text}`n_samples` samples per question for the sampling baselines, and an answer cap
-# of {glue:text}`max_new_tokens` tokens.
+# of {glue:text}`max_new_tokens` tokens. {glue:md}`store_state`
 
 # %%
 runs: dict[tuple[str, str], list] = {}
@@ -212,8 +211,11 @@ for name in models:
     config = qa_study.chapter_config(name, max_new_tokens=max_new_tokens, n_samples=n_samples, seed=seed)
     for d in DATASETS:
         runs[name, d] = qa_study.run_dataset(lm, subsets[d], config, progress=False, store=use_results_store,
-                                             verify=store_verify)
-        groups[name, d] = qa_study.group_norms_of(runs[name, d][:n_layer_questions or None])
+                                             verify=store_verify, compute_missing=compute_missing)
+        if len(runs[name, d]) < min(min_stored, len(subsets[d])):  # too few stored yet: the first ones
+            qa_study.run_dataset(lm, subsets[d][:min_stored], config, progress=False, store=True, verify=0)
+            runs[name, d] = qa_study.run_dataset(lm, subsets[d], config, progress=False, store=True, verify=0,
+                                                 compute_missing=False)
     costs[name] = qa_study.variant_costs(lm, runs[name, "triviaqa"], n=n_cost)
     costs[name]["mean_generate"] = float(np.mean([r["timings"]["generate"] for d in DATASETS for r in runs[name, d]]))
     costs[name]["mean_sampling"] = float(np.mean([r["timings"].get("sample", np.nan) + r["timings"].get("cluster", 0)
@@ -228,6 +230,31 @@ for name in models:
                     "MC2": float(np.mean([m["mc2"] for m in mc])), "questions": len(mc)})
     del lm
     gc.collect()
+
+# Every model is judged on the same questions: those every model has a record for (all of the
+# subset, unless the paper edition reads a store that a campaign is still filling).
+stored = {(name, d): len(runs[name, d]) for name in models for d in DATASETS}
+for d in DATASETS:
+    common = set.intersection(*({r["id"] for r in runs[name, d]} for name in models))
+    subsets[d] = [it for it in subsets[d] if it.id in common]
+    for name in models:
+        runs[name, d] = [r for r in runs[name, d] if r["id"] in common]
+        groups[name, d] = qa_study.group_norms_of(runs[name, d][:n_layer_questions or None])
+glue("n_tfqa", len(subsets["truthfulqa"]), display=False)
+glue("n_tqa", len(subsets["triviaqa"]), display=False)
+reading_only = bool(use_results_store and not compute_missing)
+complete = all(len(subsets[d]) == len(all_items[d]) for d in DATASETS)
+glue("store_state", Markdown(
+    "" if not reading_only else
+    ("Every question of both datasets is in the results store." if complete else
+     "This edition reads the results store as it stands while the full campaign fills it in pieces "
+     "(TruthfulQA first, then TriviaQA in the seeded order, so the stored questions are a uniform random "
+     "subset). Stored records per model: " + "; ".join(
+         f"{SHORT.get(name, name)}: {NAMES[d]} {stored[name, d]} of {len(all_items[d])}"
+         for name in models for d in DATASETS) +
+     ". The analysis uses the questions every model has answered, so the models are compared on the same "
+     "questions; the claims' evidence gates (section 10) decide whether that is enough to judge.")),
+     display=False)
 
 # %% [markdown]
 # ## 2. Is the answer correct?
@@ -687,27 +714,33 @@ display(book.table(scales, same({"model": "", "dataset": "", "median log10 ‖�
 # For C6 and C7 each method's AUROC is the **mean over the models** (each model's own
 # AUROC, then averaged), with a bootstrap interval from averaging the models' bootstrap
 # replicates (same resamples for every method within a model); the methods compared are
-# those the score registry marks for the claims. A model with fewer than `min_per_class`
-# correct (or wrong) answers on a dataset is left out of the mean: its AUROC would rest on
-# a handful of answers. C9's
-# number is the mean transferred balanced accuracy over both directions and both datasets.
-# If no model has both kinds of answers, a claim cannot be measured: it is then recorded as
-# AUROC 0.5 with the uninformative interval [0, 1] and flagged `degenerate` in the ledger
-# file, and its verdict means nothing (this happens only with a handful of questions, as in
-# the smoke test).
+# those the score registry marks for the claims. Whether the claimed method is *best* is
+# decided by **paired differences**: its AUROC minus each other method's on the same
+# resampled questions, never by where an interval ends. C9's number is the mean
+# transferred balanced accuracy over both directions and both datasets, and what decides
+# it is the paired difference transferred − within-model.
+#
+# Before any rule judges, the claim's **evidence gate** checks that the data can decide: a
+# model enters an AUROC claim only with at least {glue:text}`min_per_class` correct and
+# {glue:text}`min_per_class` wrong answers (with fewer, its AUROC rests on a handful of
+# answers), and the interval may be no wider than the claim allows. A claim that fails its
+# gate is *inconclusive*, with the reason in the ledger; models left out are named below.
 
 # %%
 CLAIM_METHODS = scores.names(claim=True)  # the methods C6 and C7 compare, from the registry
+MIN_PER_CLASS = claims.MIN_PER_CLASS
+glue("min_per_class", MIN_PER_CLASS, display=False)
 macro_res = {d: headline.mean_aurocs([tables[name, d] for name in models],
                                      CLAIM_METHODS + ["grad_log_p", "grad_log_p_norm", "perplexity"],
-                                     min_per_class=min_per_class, n_boot=n_boot, seed=seed)
+                                     min_per_class=MIN_PER_CLASS, n_boot=n_boot, seed=seed)
              for d in DATASETS}
 settings = {"profile": profile, "models": models, "n_truthfulqa": len(subsets["truthfulqa"]),
             "n_triviaqa": len(subsets["triviaqa"]), "n_samples": n_samples, "max_new_tokens": max_new_tokens,
             "n_boot": n_boot, "seed": seed, "labels": "TruthfulQA ROUGE-L rule; TriviaQA alias contained"}
 tf, tq = macro_res["truthfulqa"], macro_res["triviaqa"]
-e6 = claims.record(headline.auroc_measurement("C6", tf, settings))
-e7 = claims.record(headline.auroc_measurement("C7", tq, settings))
+m6, m7 = (headline.auroc_measurement(c, {name: tables[name, headline.CLAIM_SCORES[c][0]] for name in models},
+                                     settings, n_boot=n_boot, seed=seed) for c in ("C6", "C7"))
+e6, e7 = claims.record(m6), claims.record(m7)
 m9 = headline.transfer_measurement(tr_results, settings)
 e9 = claims.record(m9)
 within = m9.details["within_model_balanced_accuracy"]
@@ -748,6 +781,38 @@ display(book.table(claim_tab, {"claim": "claim", "measured": "measured", "value"
                                "CI": ("95% CI", lambda ci: f"[{ci[0]:.2f}, {ci[1]:.2f}]", True),
                                "paper": "paper", "verdict": "verdict"}))
 
+# The evidence each verdict rests on, and the paired differences that decide "best".
+evidence_rows = []
+for key, entry in (("C6", e6), ("C7", e7), ("C9", e9)):
+    ev = entry["evidence"]
+    evidence_rows.append({"claim": key, "models": ev.get("models", ev.get("transfers")),
+                          "correct": ev["correct"], "wrong": ev["wrong"], "width": entry["width"],
+                          "gate": "passed" if entry["gate"]["passed"] else entry["gate"]["reason"]})
+display(book.table(pd.DataFrame(evidence_rows),
+                   {"claim": "claim", "models": ("models (C9: transfers) used", "d"),
+                    "correct": ("fewest correct answers", "d"), "wrong": ("fewest wrong answers", "d"),
+                    "width": ("interval width", ".3f"), "gate": "evidence gate"},
+                   caption="The evidence behind each QA verdict"))
+dropped = {f"{SHORT.get(n, n)} on {NAMES[headline.CLAIM_SCORES[c][0]]}": why
+           for c, e in (("C6", e6), ("C7", e7)) for n, why in e["details"]["dropped"].items()}
+glue("qa_dropped", Markdown(
+    "No model was left out of C6 or C7." if not dropped else
+    "Left out for lack of evidence (fewer than " + str(MIN_PER_CLASS) + " answers of a kind): " +
+    "; ".join(f"{k} ({v})" for k, v in dropped.items()) + "."), display=False)
+diff_rows = []
+for key, entry in (("C6", e6), ("C7", e7)):
+    best = entry["details"]["best_method"]
+    for other, (dv, lo, hi) in entry["details"]["differences"].items():
+        diff_rows.append({"claim": key, "difference": f"{score_name(best)} − {score_name(other)}",
+                          "value": dv, "CI": ci_text(lo, hi)})
+display(book.table(pd.DataFrame(diff_rows), {"claim": "claim", "difference": "AUROC difference",
+                                             "value": ("mean over models", "+.3f"), "CI": ("95% CI (paired)", "", True)},
+                   caption="Paired AUROC differences: the claimed best method minus each other method"))
+c9_diff = e9["details"]["difference"]
+glue("c9_diff", float(c9_diff[0]), display=False)
+glue("c9_diff_lo", float(c9_diff[1]), display=False)
+glue("c9_diff_hi", float(c9_diff[2]), display=False)
+
 # %% [markdown]
 # The table lists each method's mean AUROC over the models with its interval (the last
 # three rows are the decomposition scores, not part of the claims). One contrast to read
@@ -761,7 +826,8 @@ display(book.table(claim_tab, {"claim": "claim", "measured": "measured", "value"
 # **C6 (TruthfulQA).** The combined score reaches a mean AUROC of
 # {glue:text}`c6_value:.3f` (95 % CI {glue:text}`c6_lo:.2f`–{glue:text}`c6_hi:.2f`; the
 # paper: 0.63). The best method here is {glue:text}`c6_best_name` at
-# {glue:text}`c6_best_auroc:.3f`. Verdict: **{glue:text}`c6_verdict`**.
+# {glue:text}`c6_best_auroc:.3f`. Verdict: **{glue:text}`c6_verdict`** (the paired
+# differences and the evidence gate are in the tables above). {glue:md}`qa_dropped`
 #
 # **C7 (TriviaQA).** The epistemic score has a mean AUROC of {glue:text}`c7_value:.3f`
 # (CI {glue:text}`c7_lo:.2f`–{glue:text}`c7_hi:.2f`); P(True) reaches
@@ -770,8 +836,9 @@ display(book.table(claim_tab, {"claim": "claim", "measured": "measured", "value"
 #
 # **C9 (transfer).** A threshold on $\log_{10}\lVert\nabla p\rVert^2$ fitted on one model
 # gives a balanced accuracy of {glue:text}`c9_value:.3f` (CI {glue:text}`c9_lo:.2f`–
-# {glue:text}`c9_hi:.2f`) on the other, against {glue:text}`c9_within:.3f` within model.
-# Verdict: **{glue:text}`c9_verdict`**. Note what this test can and cannot show: if the
+# {glue:text}`c9_hi:.2f`) on the other, against {glue:text}`c9_within:.3f` within model; the
+# paired difference is {glue:text}`c9_diff:+.3f` ({glue:text}`c9_diff_lo:+.3f` to
+# {glue:text}`c9_diff_hi:+.3f`). Verdict: **{glue:text}`c9_verdict`**. Note what this test can and cannot show: if the
 # score carries little signal even within a model, a transferred threshold is at chance
 # for that reason alone, so read it together with the within-model column.
 #

@@ -5,10 +5,15 @@
   models' bootstrap replicates (the same resamples for every score within a model). A model
   with fewer than ``min_per_class`` correct (or wrong) answers is left out: its AUROC would
   rest on a handful of items.
+* `mean_difference_over_models`: AUROC(a) − AUROC(b), averaged over the models, with a
+  paired bootstrap interval (both scores on the same resampled questions): what decides
+  whether one method is *better* than another.
 * `auroc_measurement` (C6, C7) and `transfer_measurement` (C9): the
-  `gnuq_core.repro.claims.Measurement` of a claim. A claim that cannot be measured (no model
-  has both kinds of answers) is recorded as the uninformative value 0.5 with interval
-  [0, 1] and flagged ``degenerate``; its verdict then means nothing.
+  `gnuq_core.repro.claims.Measurement` of a claim, with its ``evidence`` (models, questions,
+  fewest correct and wrong answers) for the claim's gate. Only models with at least
+  `gnuq_core.repro.claims.MIN_PER_CLASS` answers of each kind enter a claim; the others are
+  named in ``details["dropped"]``. A claim no model can measure is recorded as the
+  uninformative value 0.5 with interval [0, 1]; its gate then makes it *inconclusive*.
 
 The methods a claim compares are the registry's (`gnuq_core.qa.scores.names(claim=True)`).
 """
@@ -24,13 +29,15 @@ from gnuq_core.qa import auroc as _auroc
 from gnuq_core.qa import scores
 from gnuq_core.repro import claims
 
-__all__ = ["CLAIM_SCORES", "mean_auroc_over_models", "mean_aurocs", "best_score", "auroc_measurement",
-           "transfer_measurement"]
+__all__ = ["CLAIM_SCORES", "mean_auroc_over_models", "mean_aurocs", "mean_difference_over_models", "best_score",
+           "counts", "auroc_measurement", "transfer_measurement"]
 
 Interval = tuple[float, float, float]  # (point, lo, hi)
 
 # The score each AUROC claim is about, and the dataset it is measured on.
 CLAIM_SCORES: dict[str, tuple[str, str]] = {"C6": ("truthfulqa", "combined"), "C7": ("triviaqa", "epistemic")}
+# The method each AUROC claim says is best (compared with every other claim method by paired differences).
+CLAIM_BEST: dict[str, str] = {"C6": "combined", "C7": "p_true"}
 _NAN3: Interval = (float("nan"), float("nan"), float("nan"))
 
 
@@ -86,41 +93,142 @@ def best_score(res: Mapping[str, Interval], names: Iterable[str] | None = None) 
     return max(names, key=lambda m: -1 if not np.isfinite(res[m][0]) else res[m][0])
 
 
-def _finite_or_chance(v: Interval) -> tuple[float, tuple[float, float], bool]:
+def mean_difference_over_models(tables: Iterable[Any], a: str, b: str, *, min_per_class: int, n_boot: int,
+                                seed: int) -> Interval:
+    """Mean over models of AUROC(``a``) − AUROC(``b``) with a paired bootstrap CI.
+
+    Within a model both scores are evaluated on the same resampled questions (the
+    resamples of `gnuq_core.qa.auroc.bootstrap_replicates` with ``seed``), so the interval
+    is that of the difference, not of two independent AUROCs; the models' replicates are
+    averaged as in `mean_auroc_over_models`. NaN where a score is missing or no model counts.
+    """
+    points, reps = [], []
+    for t in tables:
+        if t[a].isna().any() or t[b].isna().any():
+            return _NAN3
+        n_wrong = int(t["incorrect"].sum())
+        if min(n_wrong, len(t) - n_wrong) < min_per_class:
+            continue
+        y = t["incorrect"].to_numpy(float)
+        ra = _auroc.bootstrap_replicates(y, t[a].to_numpy(float), n_boot=n_boot, seed=seed)
+        rb = _auroc.bootstrap_replicates(y, t[b].to_numpy(float), n_boot=n_boot, seed=seed)
+        reps.append(ra - rb)
+        points.append(_auroc.auroc(y, t[a]) - _auroc.auroc(y, t[b]))
+    if not reps:
+        return _NAN3
+    rep = np.mean(reps, axis=0)
+    rep = rep[np.isfinite(rep)]
+    lo, hi = np.quantile(rep, [0.025, 0.975])
+    p = float(np.mean(points))
+    return p, float(min(lo, p)), float(max(hi, p))
+
+
+def counts(tables: Mapping[str, Any], min_per_class: int) -> tuple[dict[str, int], dict[str, str]]:
+    """The evidence of an AUROC claim, and the models left out.
+
+    Returns ``({"models", "questions", "correct", "wrong"}, {model: why dropped})``: counts over
+    the models with at least ``min_per_class`` correct and wrong answers (fewest correct and
+    fewest wrong among them). If no model counts, ``correct``/``wrong`` are those of the model
+    closest to counting, so the gate's message says how far the data is from deciding.
+    """
+    kept, dropped = {}, {}
+    for name, t in tables.items():
+        wrong = int(t["incorrect"].sum())
+        correct = len(t) - wrong
+        if min(correct, wrong) >= min_per_class:
+            kept[name] = (correct, wrong, len(t))
+        else:
+            dropped[name] = f"{correct} correct and {wrong} wrong of {len(t)} answers"
+    pool = kept or {n: (len(t) - int(t["incorrect"].sum()), int(t["incorrect"].sum()), len(t))
+                    for n, t in tables.items()}
+    if not pool:
+        return {"models": 0, "questions": 0, "correct": 0, "wrong": 0}, dropped
+    if kept:
+        correct, wrong = min(c for c, _, _ in pool.values()), min(w for _, w, _ in pool.values())
+    else:
+        correct, wrong, _ = max(pool.values(), key=lambda v: min(v[0], v[1]))
+    return {"models": len(kept), "questions": sum(n for _, _, n in kept.values()), "correct": correct,
+            "wrong": wrong}, dropped
+
+
+def _finite_or_chance(v: Interval) -> tuple[float, tuple[float, float]]:
     if all(np.isfinite(v)):
-        return v[0], (v[1], v[2]), False
-    return 0.5, (0.0, 1.0), True
+        return v[0], (v[1], v[2])
+    return 0.5, (0.0, 1.0)
 
 
-def auroc_measurement(claim: str, res: Mapping[str, Interval], settings: Mapping[str, Any]) -> claims.Measurement:
-    """The C6 or C7 measurement from every claim method's mean AUROC (`mean_aurocs`).
+def auroc_measurement(claim: str, tables: Mapping[str, Any], settings: Mapping[str, Any], *, n_boot: int,
+                      seed: int, min_per_class: int = claims.MIN_PER_CLASS) -> claims.Measurement:
+    """The C6 or C7 measurement from each model's score table on the claim's dataset.
 
-    ``details`` holds each method's AUROC and CI (0.5 and [0, 1] where undefined) and
-    ``degenerate`` (the claim's own score had no AUROC).
+    Parameters
+    ----------
+    claim : {"C6", "C7"}
+    tables : mapping of model name to pandas.DataFrame
+        Score tables (`gnuq_core.qa.study.score_table`) of the claim's dataset.
+    settings : mapping
+        Recorded with the measurement.
+    n_boot, seed : int
+        Bootstrap resamples and their seed.
+    min_per_class : int
+        Fewest correct and wrong answers for a model to enter the claim.
+
+    Returns
+    -------
+    Measurement
+        ``value``: the claim score's mean AUROC over the models that count; ``details``:
+        ``auroc`` and ``ci`` of every claim method (0.5 and [0, 1] where undefined),
+        ``differences`` {method: [best − method, lo, hi]} for the method the claim says is
+        best (`CLAIM_BEST`), ``dropped`` {model: why}; ``evidence``: see `counts`.
     """
     if claim not in CLAIM_SCORES:
         raise ValueError(f"claim {claim!r} is not an AUROC claim; use one of {', '.join(CLAIM_SCORES)}")
-    value, ci, degenerate = _finite_or_chance(res[CLAIM_SCORES[claim][1]])
     methods = scores.names(claim=True)
+    kw = dict(min_per_class=min_per_class, n_boot=n_boot, seed=seed)
+    res = mean_aurocs(list(tables.values()), methods, **kw)
+    value, ci = _finite_or_chance(res[CLAIM_SCORES[claim][1]])
+    best = CLAIM_BEST[claim]
+    diffs = {m: mean_difference_over_models(list(tables.values()), best, m, **kw) for m in methods if m != best}
+    evidence, dropped = counts(tables, min_per_class)
     details = {"auroc": {m: float(res[m][0]) if np.isfinite(res[m][0]) else 0.5 for m in methods},
                "ci": {m: ([res[m][1], res[m][2]] if np.isfinite(res[m][0]) else [0.0, 1.0]) for m in methods},
-               "degenerate": degenerate}
-    return claims.Measurement(claim, value, ci, dict(settings), details)
+               "differences": {m: ([float(x) for x in d] if all(np.isfinite(d)) else [0.0, -1.0, 1.0])
+                               for m, d in diffs.items()},
+               "best_method": best, "dropped": dropped}
+    return claims.Measurement(claim, value, ci, dict(settings), details, evidence=evidence)
 
 
-def transfer_measurement(results: Sequence[Any], settings: Mapping[str, Any]) -> claims.Measurement:
-    """The C9 measurement: mean transferred balanced accuracy of ``results``
-    (`gnuq_core.qa.transfer.transfer`) with its CI, and the within-model balanced accuracy
-    in ``details["within_model_balanced_accuracy"]`` (0.5 when degenerate)."""
+def transfer_measurement(results: Sequence[Any], settings: Mapping[str, Any], *,
+                         min_per_class: int = claims.MIN_PER_CLASS) -> claims.Measurement:
+    """The C9 measurement from `gnuq_core.qa.transfer.transfer` results (each direction and dataset).
+
+    Only transfers whose source and target both have ``min_per_class`` correct and wrong
+    answers enter it. ``value``: their mean transferred balanced accuracy with its CI;
+    ``details``: the mean within-model balanced accuracy and ``difference`` [transferred −
+    within, lo, hi] (paired bootstrap, `gnuq_core.qa.transfer.mean_difference_with_ci`);
+    ``evidence``: ``transfers`` used and the fewest ``correct`` and ``wrong`` answers of a model
+    in them. Undefined numbers are recorded as 0.5 [0, 1] (the gate makes them inconclusive).
+    """
     from gnuq_core.qa import transfer
 
-    if results:
-        value, ci = transfer.mean_with_ci(results)
-        within = float(np.nanmean([r.within_ba for r in results]))
+    used = [r for r in results if min(r.counts) >= min_per_class]
+    if used:
+        value, ci = transfer.mean_with_ci(used)
+        within = float(np.nanmean([r.within_ba for r in used]))
+        diff = transfer.mean_difference_with_ci(used)
     else:
-        value, ci, within = float("nan"), (float("nan"), float("nan")), float("nan")
-    degenerate = not all(np.isfinite([value, *ci, within]))
-    if degenerate:
-        value, ci, within = 0.5, (0.0, 1.0), 0.5
+        value, ci, within, diff = float("nan"), (float("nan"), float("nan")), float("nan"), (float("nan"),) * 3
+    if not all(np.isfinite([value, *ci])):
+        value, ci = 0.5, (0.0, 1.0)
+    within = within if np.isfinite(within) else 0.5
+    diff = [float(x) for x in diff] if all(np.isfinite(diff)) else [0.0, -1.0, 1.0]
+    pool = used or list(results)
+    correct = min((min(r.counts[0], r.counts[2]) for r in pool), default=0)
+    wrong = min((min(r.counts[1], r.counts[3]) for r in pool), default=0)
+    if not used and pool:  # how far the closest transfer is from counting
+        closest = max(pool, key=lambda r: min(r.counts))
+        correct, wrong = min(closest.counts[0], closest.counts[2]), min(closest.counts[1], closest.counts[3])
     return claims.Measurement("C9", value, ci, dict(settings), {
-        "within_model_balanced_accuracy": within, "score": "log10 ||grad p||^2", "degenerate": degenerate})
+        "within_model_balanced_accuracy": within, "difference": diff, "score": "log10 ||grad p||^2",
+        "transfers_dropped": len(results) - len(used)},
+        evidence={"transfers": len(used), "correct": correct, "wrong": wrong})

@@ -12,7 +12,10 @@ even when both models rank their own answers well.
   on k−1 folds of the target itself and scored on the held-out fold (not in-sample, which
   would flatter it on a few dozen questions).
 * `transfer`: both numbers for one source → target pair, with a bootstrap CI of the
-  transferred balanced accuracy (source and target questions resampled independently).
+  transferred balanced accuracy (source and target questions resampled independently) and
+  of its difference from the within-model one (paired: the same resampled target questions
+  score both rules; the within-model rule is the out-of-fold flags, held fixed).
+* `mean_with_ci`, `mean_difference_with_ci`: the means over several transfers.
 
 AUROC is invariant to any increasing map of the scores, so a transferred *ranking* is
 exactly as good as the within-model one: transfer fails, or not, only through the scale.
@@ -21,15 +24,15 @@ exactly as good as the within-model one: transfer fails, or not, only through th
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from gnuq_core.qa.auroc import auroc, balanced_accuracy
 from gnuq_core.stats import percentile_interval
 
-__all__ = ["fit_threshold", "fit_logistic", "cross_validated_balanced_accuracy", "TransferResult", "transfer",
-           "mean_with_ci"]
+__all__ = ["fit_threshold", "fit_logistic", "cross_validated_flags", "cross_validated_balanced_accuracy",
+           "TransferResult", "transfer", "mean_with_ci", "mean_difference_with_ci"]
 
 
 def _arrays(score: Sequence[float], incorrect: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
@@ -77,22 +80,30 @@ def _logistic_flags(score: np.ndarray, slope: float, intercept: float) -> np.nda
     return slope * score + intercept > 0
 
 
-def cross_validated_balanced_accuracy(score: Sequence[float], incorrect: Sequence[float], *, k: int = 5,
-                                      seed: int = 0, method: str = "threshold") -> float:
-    """Within-model balanced accuracy with the rule fitted out of fold (stratified k-fold)."""
+def cross_validated_flags(score: Sequence[float], incorrect: Sequence[float], *, k: int = 5, seed: int = 0,
+                          method: str = "threshold") -> np.ndarray | None:
+    """Each answer's flag from the rule fitted on the other folds (stratified k-fold), or
+    ``None`` when a class has fewer than two answers."""
     from sklearn.model_selection import StratifiedKFold
 
     s, y = _arrays(score, incorrect)
     k = int(min(k, y.sum(), (~y).sum()))
     if k < 2:
-        return float("nan")
+        return None
     flags = np.zeros_like(y)
     for tr, te in StratifiedKFold(n_splits=k, shuffle=True, random_state=seed).split(s[:, None], y):
         if method == "threshold":
             flags[te] = s[te] > fit_threshold(s[tr], y[tr])
         else:
             flags[te] = _logistic_flags(s[te], *fit_logistic(s[tr], y[tr]))
-    return balanced_accuracy(y, flags)
+    return flags
+
+
+def cross_validated_balanced_accuracy(score: Sequence[float], incorrect: Sequence[float], *, k: int = 5,
+                                      seed: int = 0, method: str = "threshold") -> float:
+    """Within-model balanced accuracy with the rule fitted out of fold (stratified k-fold)."""
+    flags = cross_validated_flags(score, incorrect, k=k, seed=seed, method=method)
+    return float("nan") if flags is None else balanced_accuracy(np.asarray(incorrect, bool), flags)
 
 
 @dataclass(frozen=True)
@@ -117,6 +128,11 @@ class TransferResult:
         Target AUROC (identical for transferred and within-model rules: ranks only).
     boot : numpy.ndarray
         Bootstrap replicates of the transferred balanced accuracy.
+    difference_boot : numpy.ndarray
+        The same replicates minus the within-model balanced accuracy of the out-of-fold
+        flags on the same resampled target questions (empty without within-model flags).
+    counts : tuple of int
+        (source correct, source wrong, target correct, target wrong).
     """
 
     threshold_source: float
@@ -129,6 +145,8 @@ class TransferResult:
     flagged_fraction: float
     auroc_target: float
     boot: np.ndarray
+    difference_boot: np.ndarray = field(default_factory=lambda: np.empty(0))
+    counts: tuple[int, int, int, int] = (0, 0, 0, 0)
 
 
 def transfer(source_score: Sequence[float], source_incorrect: Sequence[float], target_score: Sequence[float],
@@ -141,22 +159,27 @@ def transfer(source_score: Sequence[float], source_incorrect: Sequence[float], t
     ba = balanced_accuracy(ty, flags)
     lg = fit_logistic(ss, sy)
     ba_log = balanced_accuracy(ty, _logistic_flags(ts, *lg))
+    within_flags = cross_validated_flags(ts, ty, seed=seed)
     rng = np.random.default_rng(seed)
-    boot = []
+    boot, diff = [], []
     for _ in range(n_boot):
         i = rng.integers(0, ss.size, ss.size)
         j = rng.integers(0, ts.size, ts.size)
         if sy[i].all() or (~sy[i]).all() or ty[j].all() or (~ty[j]).all():
             continue
         boot.append(balanced_accuracy(ty[j], ts[j] > fit_threshold(ss[i], sy[i])))
+        if within_flags is not None:
+            diff.append(boot[-1] - balanced_accuracy(ty[j], within_flags[j]))
     boot_a = np.asarray(boot, float)
     ci = percentile_interval(boot_a, 0.95, ba) if np.isfinite(ba) else (float("nan"), float("nan"))
+    within = float("nan") if within_flags is None else balanced_accuracy(ty, within_flags)
     return TransferResult(
         threshold_source=t_src, threshold_target=fit_threshold(ts, ty), transferred_ba=ba, transferred_ci=ci,
-        transferred_logistic_ba=ba_log,
-        within_ba=cross_validated_balanced_accuracy(ts, ty, seed=seed),
+        transferred_logistic_ba=ba_log, within_ba=within,
         within_logistic_ba=cross_validated_balanced_accuracy(ts, ty, seed=seed, method="logistic"),
-        flagged_fraction=float(flags.mean()), auroc_target=auroc(ty, ts), boot=boot_a)
+        flagged_fraction=float(flags.mean()), auroc_target=auroc(ty, ts), boot=boot_a,
+        difference_boot=np.asarray(diff, float),
+        counts=(int((~sy).sum()), int(sy.sum()), int((~ty).sum()), int(ty.sum())))
 
 
 def mean_with_ci(results: Sequence[TransferResult]) -> tuple[float, tuple[float, float]]:
@@ -171,3 +194,19 @@ def mean_with_ci(results: Sequence[TransferResult]) -> tuple[float, tuple[float,
     avg = np.mean([b[:m] for b in boots], axis=0)
     lo, hi = np.quantile(avg, [0.025, 0.975])
     return point, (float(min(lo, point)), float(max(hi, point)))
+
+
+def mean_difference_with_ci(results: Sequence[TransferResult]) -> tuple[float, float, float]:
+    """Mean over transfers of transferred − within-model balanced accuracy, with a CI from
+    their paired replicates (`TransferResult.difference_boot`, replicate r of each, averaged).
+
+    Returns ``(point, lo, hi)``; NaN where a transfer has no within-model replicates.
+    """
+    point = float(np.mean([r.transferred_ba - r.within_ba for r in results])) if results else float("nan")
+    boots = [r.difference_boot for r in results if r.difference_boot.size]
+    if not results or len(boots) < len(results) or not np.isfinite(point):
+        return point, float("nan"), float("nan")
+    m = min(b.size for b in boots)
+    avg = np.mean([b[:m] for b in boots], axis=0)
+    lo, hi = np.quantile(avg, [0.025, 0.975])
+    return point, float(min(lo, point)), float(max(hi, point))

@@ -184,7 +184,7 @@ PARAMETER_RULES: dict[str, dict[str, Rule]] = {
                            "lm_probes": _COUNT, "lm_steps": _COUNT},
     "04_mcmc_validation": {**_BNN, **_VALIDATION},
     "05_scaling": {**_BNN, **_SCALING},
-    "06_qa_benchmarks": {"n_truthfulqa": _NONNEG, "n_triviaqa": _NONNEG, "n_mc": _NONNEG, "min_per_class": _COUNT,
+    "06_qa_benchmarks": {"n_truthfulqa": _NONNEG, "n_triviaqa": _NONNEG, "n_mc": _NONNEG,
                          "n_cost": _COUNT, "n_layer_questions": _NONNEG, "torch_threads": _NONNEG},
     "07_efficiency": {"n_questions": _COUNT, "repeats": _COUNT, "clusterer": Rule(choices=("embedding", "exact")),
                       "answer_lengths": _SIZES, "prompt_lengths": _SIZES, "sweep_repeats": _COUNT,

@@ -67,6 +67,59 @@ SETTING_WORKS_WITHIN = 0.05
 alternative counts as "works"; it brackets C3's threshold with :data:`SETTING_FAILS_BEYOND`."""
 SETTING_FAILS_BEYOND = 0.15
 """Chapter 04's per-setting reading: ρ(‖g‖²) more than this below the best alternative "fails"."""
+MIN_PER_CLASS = 30
+"""Fewest correct and fewest wrong answers a model needs for its AUROC to enter a QA claim."""
+CHANCE_BAND = (0.4, 0.6)
+"""C7's "near chance": the epistemic AUROC's whole interval lies in this band."""
+TRANSFER_CHANCE = 0.55
+"""C9: a balanced accuracy at or below this is chance level (and a score that does not beat
+it within a model has nothing to lose in transfer)."""
+
+
+@dataclass(frozen=True)
+class Gate:
+    """What a measurement must hold before its claim's rule may judge it.
+
+    Attributes
+    ----------
+    min_counts : dict of str to int
+        Fewest items of each kind (keys of `Measurement.evidence`, which must report them).
+    max_width : float
+        Widest 95% interval the rule accepts (upper − lower), in the value's units.
+    relative : bool
+        ``max_width`` is relative to the value (for ratios such as a speed-up).
+    check : callable, optional
+        A claim-specific condition: ``Measurement -> reason or None`` (e.g. C9 needs a score
+        that works within a model before transfer can fail).
+    """
+
+    min_counts: dict[str, int]
+    max_width: float
+    relative: bool = False
+    check: Callable[[Measurement], str | None] | None = None
+
+    def text(self) -> str:
+        """The gate in words, for the ledger."""
+        counts = ", ".join(f"≥ {n} {k.replace('_', ' ')}" for k, n in self.min_counts.items())
+        width = (f"an interval no wider than {self.max_width:.0%} of the value" if self.relative
+                 else f"an interval no wider than {self.max_width:g}")
+        return f"{counts}; {width}" if counts else width
+
+    def reason(self, m: Measurement) -> str | None:
+        """Why ``m`` cannot be judged (one sentence), or ``None`` if the data can decide."""
+        missing = [k for k in self.min_counts if k not in m.evidence]
+        if missing:
+            raise ValueError(f"{m.claim}: evidence {', '.join(map(repr, missing))} not reported; the chapter must "
+                             f"pass Measurement(..., evidence={{{', '.join(repr(k) + ': n' for k in missing)}}})")
+        short = [f"{m.evidence[k]} {k.replace('_', ' ')} (needs ≥ {n})" for k, n in self.min_counts.items()
+                 if m.evidence[k] < n]
+        if short:
+            return "too little data: " + ", ".join(short)
+        width = m.ci[1] - m.ci[0]
+        allowed = self.max_width * abs(m.value) if self.relative else self.max_width
+        if width > allowed:
+            return f"interval too wide: {width:.3g} (allowed ≤ {allowed:.3g})"
+        return self.check(m) if self.check else None
 
 
 def _ci_ok(m: Measurement) -> bool:
@@ -85,43 +138,59 @@ def _at_least(threshold: float) -> Callable[[Measurement], str]:
     return rule
 
 
+def _compare_with_others(m: Measurement) -> tuple[bool, bool]:
+    """From ``details["differences"]`` ({other method: [d, lo, hi]}, the claim's method minus
+    each other on the same questions, paired bootstrap): (significantly better than every
+    other method, significantly worse than none)."""
+    diffs = m.details["differences"]
+    if not diffs:
+        raise ValueError(f"{m.claim}: details['differences'] is empty: nothing to compare with")
+    better_than_all = all(lo > 0 for _, lo, _ in diffs.values())
+    beaten_by_none = all(hi >= 0 for _, _, hi in diffs.values())
+    return better_than_all, beaten_by_none
+
+
 def _rule_c6(m: Measurement) -> str:
-    """Combined is best unless its CI lies entirely below another method's AUROC; and above chance."""
-    others = {k: v for k, v in m.details["auroc"].items() if k != "combined"}
-    best = m.ci[1] >= max(others.values())
+    """Combined above chance (CI above 0.5) and better than every other method (each paired
+    difference's CI above 0): reproduced. Above chance and significantly worse than none:
+    partly (tied with the best). Otherwise not reproduced."""
+    best, tied = _compare_with_others(m)
     above_chance = m.ci[0] > 0.5
-    if best and above_chance:
+    if above_chance and best:
         return REPRODUCED
-    return PARTLY if (best or above_chance) else NOT_REPRODUCED
+    return PARTLY if above_chance and tied else NOT_REPRODUCED
 
 
 def _rule_c7(m: Measurement) -> str:
-    """Epistemic near chance and P(True) best (as in C6's rule).
-
-    Near chance: the point estimate lies in [0.4, 0.6] and its CI overlaps [0.45, 0.55]
-    (a wide CI alone must not make a far-from-chance AUROC count as chance).
-    """
-    near_chance = 0.4 <= m.value <= 0.6 and m.ci[0] <= 0.55 and m.ci[1] >= 0.45
-    auroc, ci = m.details["auroc"], m.details["ci"]
-    others = [v for k, v in auroc.items() if k != "p_true"]
-    p_true_best = ci["p_true"][1] >= max(others)
-    if near_chance and p_true_best:
+    """Epistemic near chance (its whole CI inside :data:`CHANCE_BAND`) and P(True) better than
+    every other method (paired differences in ``details["differences"]``): reproduced. One of
+    the two, or near chance with P(True) tied with the best: partly. Otherwise not."""
+    near_chance = CHANCE_BAND[0] <= m.ci[0] and m.ci[1] <= CHANCE_BAND[1]
+    best, tied = _compare_with_others(m)
+    if near_chance and best:
         return REPRODUCED
-    return PARTLY if (near_chance or p_true_best) else NOT_REPRODUCED
+    return PARTLY if (near_chance or best) else NOT_REPRODUCED
 
 
 def _rule_c9(m: Measurement) -> str:
-    """Transferred threshold: balanced accuracy CI reaches chance (≤ 0.55) → reproduced.
+    """Transfer loses (the paired difference transferred − within-model has its CI below 0)
+    and lands at chance (the transferred CI reaches :data:`TRANSFER_CHANCE`): reproduced; loses
+    but stays above chance: partly; no significant loss: not reproduced."""
+    _, _, diff_hi = m.details["difference"]
+    if diff_hi >= 0:
+        return NOT_REPRODUCED
+    return REPRODUCED if m.ci[0] <= TRANSFER_CHANCE else PARTLY
 
-    Only meaningful if the score works within a model: a within-model balanced accuracy
-    of 0.55 or less makes the transfer test inconclusive (nothing to lose in transfer).
-    """
+
+def _c9_needs_signal(m: Measurement) -> str | None:
     within = m.details["within_model_balanced_accuracy"]
-    if within <= 0.55:
-        return INCONCLUSIVE
-    if m.ci[0] <= 0.55:
-        return REPRODUCED
-    return PARTLY if m.value < within - 0.05 else NOT_REPRODUCED
+    if within <= TRANSFER_CHANCE:
+        return (f"the score does not work within a model (balanced accuracy {within:.2f} ≤ {TRANSFER_CHANCE}): "
+                "nothing to lose in transfer")
+    return None
+
+
+_QA_GATE = Gate({"models": 1, "correct": MIN_PER_CLASS, "wrong": MIN_PER_CLASS}, max_width=0.15)
 
 
 @dataclass(frozen=True)
@@ -140,6 +209,11 @@ class Claim:
         ``Measurement -> verdict``; its docstring or source is the rule.
     rule_text : str
         The rule in one sentence, shown in the ledger beside the verdict.
+    gate : Gate
+        What the data must hold before ``rule`` may judge (else *inconclusive*).
+    cross_check : str
+        Label of the cross-checks chapter's section that checks this claim's numbers
+        against an independent implementation.
     """
 
     id: str
@@ -149,71 +223,115 @@ class Claim:
     measure: str
     rule: Callable[[Measurement], str]
     rule_text: str
+    gate: Gate
+    cross_check: str
 
 
 CLAIMS: dict[str, Claim] = {c.id: c for c in [
     Claim("C1", "On synthetic problems ‖g‖² correlates with the MCMC reference predictive variance",
           "Spearman ρ 0.44–0.99", "04_mcmc_validation",
-          "median Spearman ρ(‖g‖², MCMC variance) over settings, bootstrap CI",
-          _at_least(C1_MIN_RHO), f"reproduced if the CI's lower end ≥ {C1_MIN_RHO}; partly if only the point is"),
+          "median Spearman ρ(‖g‖², MCMC variance) over settings, hierarchical bootstrap CI (seeds, then points)",
+          _at_least(C1_MIN_RHO), f"reproduced if the CI's lower end ≥ {C1_MIN_RHO}; partly if only the point is",
+          Gate({"seeds": 3, "settings": 4, "query_points": 30}, max_width=0.3), "xcheck-laplace"),
     Claim("C2", "The correlation improves as the model grows", "ρ increases with size",
-          "05_scaling", "slope of ρ against log10(#parameters), CI over seeds",
-          _at_least(1e-12), "reproduced if the slope's CI excludes zero from above; partly if only the point slope is > 0"),
+          "05_scaling", "slope of ρ against log10(#parameters), CI over settings and seeds",
+          _at_least(1e-12), "reproduced if the slope's CI excludes zero from above; partly if only the point slope is > 0",
+          Gate({"seeds": 3, "sizes": 3}, max_width=0.4), "xcheck-laplace"),
     Claim("C3", "In classification, ‖g‖² alone is about as good as a Laplace approximation",
           "comparable ρ", "04_mcmc_validation",
-          "ρ(‖g‖²) − ρ(Laplace) against the MCMC reference, bootstrap CI",
+          "ρ(‖g‖²) − ρ(Laplace, GLM predictive) against the MCMC reference, hierarchical bootstrap CI",
           _at_least(C3_MIN_DIFFERENCE),
-          f"reproduced if the CI of the difference lies above −{abs(C3_MIN_DIFFERENCE)}; partly if only the point does"),
+          f"reproduced if the CI of the difference lies above −{abs(C3_MIN_DIFFERENCE)}; partly if only the point does",
+          Gate({"seeds": 3, "query_points": 30}, max_width=0.2), "xcheck-laplace"),
     Claim("C4", "A covariance from proxy (non-training) data distorts the estimate; isotropy avoids it",
           "structured distortion", "02_proxy_bias",
           "ρ(isotropic) − ρ(proxy Laplace) against the reference at the largest shift, CI over seeds",
-          _at_least(1e-12), "reproduced if the CI lies above 0; partly if only the point does"),
+          _at_least(1e-12), "reproduced if the CI lies above 0; partly if only the point does",
+          Gate({"seeds": 10}, max_width=0.3), "xcheck-laplace"),
     Claim("C5", "Hessian spectra: few large eigenvalues and a bulk near zero; damped inverse ≈ multiple of I",
           "bulk near zero", "03_hessian_spectra",
           "Spearman ρ(gᵀ(H+λI)⁻¹g, ‖g‖²) at the chosen damping, bootstrap CI",
-          _at_least(0.9), "reproduced if the CI lies above 0.9; partly if only the point does"),
+          _at_least(0.9), "reproduced if the CI lies above 0.9; partly if only the point does",
+          Gate({"query_points": 50}, max_width=0.2), "xcheck-spectra"),
     Claim("C6", "TruthfulQA: the combined estimate has the best AUROC for answer correctness",
           "AUROC 0.63", "06_qa_benchmarks",
-          "AUROC of combined; details: auroc {method: value}",
-          _rule_c6, "reproduced if combined's CI is not entirely below any other method's AUROC and lies above 0.5"),
+          "AUROC of combined (mean over models with enough answers); details: auroc, ci, differences "
+          "{method: [combined − method, lo, hi]} (paired bootstrap)",
+          _rule_c6, "reproduced if combined's CI lies above 0.5 and its paired difference to every other method "
+          "lies above 0; partly if above 0.5 and no method is significantly better",
+          _QA_GATE, "xcheck-baselines"),
     Claim("C7", "TriviaQA: epistemic is near chance; P(True) is best", "epistemic ≈ 0.5",
-          "06_qa_benchmarks", "AUROC of epistemic; details: auroc, ci {method: [lo, hi]}",
-          _rule_c7, "reproduced if epistemic's AUROC is in [0.4, 0.6] with a CI meeting [0.45, 0.55] and P(True)'s CI is not entirely below any other method"),
+          "06_qa_benchmarks", "AUROC of epistemic; details: auroc, ci, differences {method: [P(True) − method, lo, hi]}",
+          _rule_c7, f"reproduced if epistemic's CI lies inside [{CHANCE_BAND[0]}, {CHANCE_BAND[1]}] and P(True)'s "
+          "paired difference to every other method lies above 0; partly if only one of the two holds",
+          _QA_GATE, "xcheck-baselines"),
     Claim("C8", "The estimator is 46–107× faster than the baselines", "46–107×",
-          "07_efficiency", "speed-up over the fastest sampling baseline (median ratio), CI",
-          _at_least(46.0), "reproduced if the CI of the speed-up lies above 46×; partly if only the point does"),
+          "07_efficiency", "speed-up over the fastest sampling baseline (median ratio) on the least favourable model, "
+          "bootstrap CI over questions",
+          _at_least(46.0), "reproduced if the CI of the speed-up lies above 46×; partly if only the point does",
+          Gate({"questions": 5, "rounds": 10}, max_width=0.5, relative=True), "xcheck-gradnorm"),
     Claim("C9", "Raw gradient norms do not transfer across models", "chance-level transfer",
           "06_qa_benchmarks",
-          "balanced accuracy of a threshold fitted on one model, applied to another; details: within_model_balanced_accuracy",
-          _rule_c9, "inconclusive unless the score works within a model (balanced accuracy > 0.55); then reproduced if the transferred balanced accuracy's CI reaches 0.55 or below, partly if it is > 0.05 below within-model"),
+          "balanced accuracy of a threshold fitted on one model, applied to another; details: "
+          "within_model_balanced_accuracy, difference [transferred − within, lo, hi] (paired bootstrap)",
+          _rule_c9, f"reproduced if transferred − within-model lies below 0 and the transferred CI reaches "
+          f"{TRANSFER_CHANCE}; partly if it loses but stays above chance",
+          Gate({"transfers": 1, "correct": MIN_PER_CLASS, "wrong": MIN_PER_CLASS}, max_width=0.2,
+               check=_c9_needs_signal), "xcheck-gradnorm"),
 ]}
 
 
-def judge(m: Measurement) -> str:
-    """Apply the claim's rule to a measurement; an invalid number or CI is an error.
+@dataclass(frozen=True)
+class Assessment:
+    """A claim's verdict on one measurement and why.
 
-    A measurement flagged ``details["degenerate"]`` (e.g. every answer wrong, so no AUROC
-    exists) is judged inconclusive whatever its placeholder value.
+    Attributes
+    ----------
+    verdict : str
+        One of :data:`VERDICTS`.
+    gate_passed : bool
+        Whether the data could decide (the claim's :class:`Gate`).
+    reason : str
+        Why the gate failed ("" when it passed).
     """
+
+    verdict: str
+    gate_passed: bool
+    reason: str
+
+
+def assess(m: Measurement) -> Assessment:
+    """Check the claim's gate, then apply its rule; an invalid number or CI is an error."""
     if m.claim not in CLAIMS:
         raise KeyError(f"unknown claim {m.claim!r}; known: {', '.join(CLAIMS)}")
     if not _ci_ok(m):
         raise ValueError(f"{m.claim}: value {m.value} with CI {m.ci} is not a finite number inside its interval")
-    if m.details.get("degenerate"):
-        return INCONCLUSIVE
-    return CLAIMS[m.claim].rule(m)
+    claim = CLAIMS[m.claim]
+    reason = claim.gate.reason(m)
+    if reason:
+        return Assessment(INCONCLUSIVE, False, reason)
+    return Assessment(claim.rule(m), True, "")
+
+
+def judge(m: Measurement) -> str:
+    """The verdict of :func:`assess`."""
+    return assess(m).verdict
 
 
 def record(m: Measurement) -> dict[str, Any]:
     """Judge ``m`` and append it to this chapter's ``<chapter>.claims.json``.
 
-    The calling chapter must own the claim. Returns the stored entry (with ``verdict``).
+    The calling chapter must own the claim. Returns the stored entry (with ``verdict``,
+    ``gate`` {passed, reason, rule} and the interval ``width``).
     """
     chapter = chapter_name()
     owner = CLAIMS[m.claim].owner if m.claim in CLAIMS else None
     if chapter != "interactive" and owner != chapter:
         raise ValueError(f"chapter {chapter!r} records {m.claim}, which {owner!r} owns")
-    entry = {**asdict(m), "ci": list(m.ci), "verdict": judge(m), "chapter": chapter}
+    a = assess(m)
+    entry = {**asdict(m), "ci": list(m.ci), "verdict": a.verdict, "chapter": chapter,
+             "width": m.ci[1] - m.ci[0],
+             "gate": {"passed": a.gate_passed, "reason": a.reason, "rule": CLAIMS[m.claim].gate.text()}}
     path = generated_dir() / f"{chapter}.claims.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     entries = json.loads(path.read_text()) if path.exists() else {}
@@ -240,7 +358,8 @@ def collect(generated: Path | None = None, chapters: list[str] | None = None) ->
     for claim in CLAIMS.values():
         row = {"id": claim.id, "statement": claim.statement, "paper": claim.paper_number,
                "owner": claim.owner, "rule": claim.rule_text, "verdict": NOT_MEASURED,
-               "value": None, "ci": None, "note": ""}
+               "value": None, "ci": None, "note": "", "evidence": {}, "width": None,
+               "gate": {"passed": None, "reason": "", "rule": claim.gate.text()}, "cross_check": claim.cross_check}
         ran = (generated / f"{claim.owner}.provenance.json").exists()
         if chapters is not None and claim.owner not in chapters:
             ran = False
@@ -249,7 +368,8 @@ def collect(generated: Path | None = None, chapters: list[str] | None = None) ->
         if claim.id in entries:
             e = entries[claim.id]
             row.update(value=e["value"], ci=e["ci"], verdict=e["verdict"], settings=e["settings"],
-                       note=e.get("note", ""))
+                       note=e.get("note", ""), evidence=e.get("evidence", {}), width=e.get("width"),
+                       gate=e.get("gate", row["gate"]))
         elif ran:
             raise RuntimeError(f"chapter {claim.owner} ran but did not report claim {claim.id}: "
                                f"call gnuq_core.repro.claims.record(Measurement({claim.id!r}, ...)) in it")

@@ -10,6 +10,7 @@ import pytest
 
 from gnuq_core.qa import auroc, headline, scores
 from gnuq_core.qa.transfer import TransferResult
+from gnuq_core.repro import claims
 
 
 def _table(wrong, score, name="epistemic"):
@@ -45,30 +46,75 @@ def test_bootstrap_replicates_are_bootstrap_aurocs_resamples():
     assert ci.lo == pytest.approx(min(np.quantile(reps[np.isfinite(reps)], 0.025), ci.auroc))
 
 
-def test_auroc_measurement_and_the_degenerate_case():
-    names = scores.names(claim=True)
-    res = {m: (0.6, 0.5, 0.7) for m in names}
-    res["semantic_entropy"] = (float("nan"),) * 3
-    m = headline.auroc_measurement("C6", res, {"seed": 0})
-    assert (m.claim, m.value, m.ci) == ("C6", 0.6, (0.5, 0.7)) and not m.details["degenerate"]
-    assert m.details["auroc"]["semantic_entropy"] == 0.5 and m.details["ci"]["semantic_entropy"] == [0.0, 1.0]
-    assert list(m.details["auroc"]) == names
-    res["epistemic"] = (float("nan"),) * 3
-    m7 = headline.auroc_measurement("C7", res, {})
-    assert (m7.value, m7.ci, m7.details["degenerate"]) == (0.5, (0.0, 1.0), True)
-    assert headline.best_score(res) == "aleatoric"  # first of the ties; undefined ones rank last
+def _model(n_correct: int, n_wrong: int, seed: int, signal: float = 1.0) -> pd.DataFrame:
+    """A score table where every claim method is noise, and ``combined`` and ``p_true`` carry
+    ``signal`` (shifted up for wrong answers)."""
+    rng = np.random.default_rng(seed)
+    y = np.r_[np.zeros(n_correct), np.ones(n_wrong)]
+    t = pd.DataFrame({"incorrect": y})
+    for name in scores.names(claim=True):
+        t[name] = rng.normal(size=y.size) + (signal * y if name in ("combined", "p_true") else 0)
+    return t
+
+
+def test_paired_difference_is_the_mean_difference_with_a_paired_interval():
+    a, b = _model(60, 60, 0), _model(50, 70, 1)
+    d, lo, hi = headline.mean_difference_over_models([a, b], "combined", "epistemic", min_per_class=2, n_boot=300,
+                                                     seed=0)
+    assert d == pytest.approx(np.mean([auroc.auroc(t["incorrect"], t["combined"]) -
+                                       auroc.auroc(t["incorrect"], t["epistemic"]) for t in (a, b)]))
+    assert 0 < lo < d < hi
+    # paired: a score against itself plus a tiny jitter has a tiny interval, unlike two independent AUROCs
+    a["combined2"] = a["combined"] + 1e-9 * np.arange(len(a))
+    _, lo2, hi2 = headline.mean_difference_over_models([a], "combined", "combined2", min_per_class=2, n_boot=300,
+                                                       seed=0)
+    assert hi2 - lo2 < 0.01
+
+
+def test_auroc_measurement_drops_thin_models_and_reports_evidence():
+    tables = {"big": _model(80, 120, 0), "thin": _model(5, 195, 1)}
+    m = headline.auroc_measurement("C6", tables, {"seed": 0}, n_boot=300, seed=0)
+    assert m.claim == "C6" and m.evidence == {"models": 1, "questions": 200, "correct": 80, "wrong": 120}
+    assert m.details["dropped"] == {"thin": "5 correct and 195 wrong of 200 answers"}
+    assert m.value == pytest.approx(auroc.auroc(tables["big"]["incorrect"], tables["big"]["combined"]))
+    assert set(m.details["differences"]) == set(scores.names(claim=True)) - {"combined"}
+    assert m.details["differences"]["p_true"][1] < 0 < m.details["differences"]["epistemic"][1]
+    assert claims.assess(m).gate_passed
+    # C7 compares P(True) with every other method
+    m7 = headline.auroc_measurement("C7", tables, {}, n_boot=300, seed=0)
+    assert "p_true" not in m7.details["differences"] and "combined" in m7.details["differences"]
+    # no model counts: the uninformative value, and the gate says how far the data is
+    none = headline.auroc_measurement("C6", {"thin": tables["thin"]}, {}, n_boot=50, seed=0)
+    assert (none.value, none.ci, none.evidence["models"]) == (0.5, (0.0, 1.0), 0)
+    a = claims.assess(none)
+    assert a.verdict == claims.INCONCLUSIVE and "0 models" in a.reason and "5 correct" in a.reason
     with pytest.raises(ValueError, match="not an AUROC claim"):
-        headline.auroc_measurement("C9", res, {})
+        headline.auroc_measurement("C9", tables, {}, n_boot=10, seed=0)
+
+
+def test_best_score_ranks_undefined_last():
+    res = {m: (0.6, 0.5, 0.7) for m in scores.names(claim=True)}
+    res["epistemic"] = (float("nan"),) * 3
+    assert headline.best_score(res) == "aleatoric"  # first of the ties; undefined ones rank last
+
+
+def _transfer(ba: float, within: float, counts=(100, 100, 100, 100)) -> TransferResult:
+    boot = np.linspace(ba - 0.1, ba + 0.1, 50)
+    return TransferResult(threshold_source=0.0, threshold_target=0.0, flagged_fraction=0.5, transferred_ba=ba,
+                          transferred_ci=(ba - 0.1, ba + 0.1), transferred_logistic_ba=ba, within_ba=within,
+                          within_logistic_ba=within, auroc_target=0.7, boot=boot,
+                          difference_boot=boot - within, counts=counts)
 
 
 def test_transfer_measurement():
-    boot = np.linspace(0.4, 0.6, 50)
-    r = TransferResult(threshold_source=0.0, threshold_target=0.0, flagged_fraction=0.5, transferred_ba=0.5,
-                       transferred_ci=(0.4, 0.6), transferred_logistic_ba=0.5, within_ba=0.7,
-                       within_logistic_ba=0.7, auroc_target=0.7, boot=boot)
-    m = headline.transfer_measurement([r, r], {})
+    r = _transfer(0.5, 0.7)
+    thin = _transfer(0.9, 0.9, counts=(3, 197, 100, 100))
+    m = headline.transfer_measurement([r, r, thin], {})
     assert m.claim == "C9" and m.value == pytest.approx(0.5) and m.details["within_model_balanced_accuracy"] == 0.7
-    assert not m.details["degenerate"]
-    d = headline.transfer_measurement([], {})
-    assert (d.value, d.ci, d.details["within_model_balanced_accuracy"], d.details["degenerate"]) == (
-        0.5, (0.0, 1.0), 0.5, True)
+    assert m.evidence == {"transfers": 2, "correct": 100, "wrong": 100} and m.details["transfers_dropped"] == 1
+    d, lo, hi = m.details["difference"]
+    assert d == pytest.approx(-0.2) and lo < d < hi < 0
+    assert claims.judge(m) == claims.REPRODUCED
+    e = headline.transfer_measurement([], {})
+    assert (e.value, e.ci, e.evidence["transfers"]) == (0.5, (0.0, 1.0), 0)
+    assert claims.judge(e) == claims.INCONCLUSIVE

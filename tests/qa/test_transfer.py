@@ -44,3 +44,20 @@ def test_cv_and_mean_ci() -> None:
     rs = [transfer(s, y, s + 50, y, n_boot=50), transfer(s, y, s, y, n_boot=50)]
     m, (lo, hi) = mean_with_ci(rs)
     assert lo <= m <= hi and 0.6 < m < 0.8
+
+
+def test_paired_difference_from_within_model_detects_a_shifted_scale():
+    from gnuq_core.qa import transfer as transfer_module
+
+    rng = np.random.default_rng(1)
+    y1, y2 = rng.random(300) < 0.4, rng.random(300) < 0.5
+    s1, s2 = rng.normal(size=300) + 1.5 * y1, rng.normal(size=300) + 1.5 * y2
+    same = transfer(s1, y1, s2, y2, n_boot=300, seed=0)
+    shifted = transfer(s1, y1, s2 + 4.0, y2, n_boot=300, seed=0)
+    assert same.counts == (int((~y1).sum()), int(y1.sum()), int((~y2).sum()), int(y2.sum()))
+    d, lo, hi = transfer_module.mean_difference_with_ci([same])
+    assert lo <= 0 <= hi or abs(d) < 0.05  # same scale: no real loss
+    d, lo, hi = transfer_module.mean_difference_with_ci([shifted])
+    assert hi < 0 and d == pytest.approx(shifted.transferred_ba - shifted.within_ba)
+    flags = transfer_module.cross_validated_flags(s2, y2, seed=0)
+    assert shifted.within_ba == pytest.approx(transfer_module.balanced_accuracy(y2, flags))

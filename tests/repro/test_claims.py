@@ -29,27 +29,126 @@ def test_every_claim_has_one_existing_owner_chapter() -> None:
     assert NOTEBOOKS.exists()
 
 
-@pytest.mark.parametrize("value, ci, verdict", [
-    (0.8, (0.6, 0.9), claims.REPRODUCED),
-    (0.5, (0.3, 0.7), claims.PARTLY),
-    (0.2, (0.1, 0.3), claims.NOT_REPRODUCED),
+# Evidence that passes each claim's count gate (the rules' tests vary value and interval).
+ENOUGH = {"C1": {"seeds": 3, "settings": 12, "query_points": 900}, "C2": {"seeds": 3, "sizes": 7},
+          "C3": {"seeds": 3, "query_points": 900}, "C4": {"seeds": 30}, "C5": {"query_points": 200},
+          "C6": {"models": 2, "correct": 200, "wrong": 600}, "C7": {"models": 2, "correct": 200, "wrong": 600},
+          "C8": {"questions": 20, "rounds": 60}, "C9": {"transfers": 4, "correct": 200, "wrong": 600}}
+
+
+def m(claim: str, value: float, ci: tuple[float, float], **kw) -> Measurement:
+    return Measurement(claim, value, ci, evidence=kw.pop("evidence", ENOUGH[claim]), **kw)
+
+
+def test_every_claim_has_test_evidence_and_a_gate_text() -> None:
+    assert set(ENOUGH) == set(CLAIMS)
+    for c in CLAIMS.values():
+        assert set(c.gate.min_counts) <= set(ENOUGH[c.id]), c.id
+        assert "interval no wider than" in c.gate.text()
+
+
+@pytest.mark.parametrize("claim, value, ci, verdict", [
+    ("C1", 0.8, (0.7, 0.9), claims.REPRODUCED),
+    ("C1", 0.5, (0.4, 0.6), claims.PARTLY),
+    ("C1", 0.2, (0.1, 0.3), claims.NOT_REPRODUCED),
+    ("C2", 0.10, (0.02, 0.2), claims.REPRODUCED),
+    ("C2", 0.05, (-0.05, 0.15), claims.PARTLY),
+    ("C2", -0.15, (-0.18, -0.11), claims.NOT_REPRODUCED),
+    ("C3", -0.03, (-0.06, 0.0), claims.REPRODUCED),
+    ("C3", -0.09, (-0.12, -0.06), claims.PARTLY),
+    ("C3", -0.11, (-0.13, -0.09), claims.NOT_REPRODUCED),
+    ("C4", 0.2, (0.1, 0.3), claims.REPRODUCED),
+    ("C4", 0.05, (-0.05, 0.15), claims.PARTLY),
+    ("C4", -0.1, (-0.2, -0.05), claims.NOT_REPRODUCED),
+    ("C5", 0.95, (0.92, 0.97), claims.REPRODUCED),
+    ("C5", 0.91, (0.85, 0.95), claims.PARTLY),
+    ("C5", 0.6, (0.5, 0.7), claims.NOT_REPRODUCED),
+    ("C8", 60.0, (50.0, 70.0), claims.REPRODUCED),
+    ("C8", 50.0, (40.0, 60.0), claims.PARTLY),
+    ("C8", 6.0, (5.0, 7.0), claims.NOT_REPRODUCED),
 ])
-def test_threshold_rule(value: float, ci: tuple[float, float], verdict: str) -> None:
-    assert claims.judge(Measurement("C1", value, ci)) == verdict
+def test_threshold_rules(claim: str, value: float, ci: tuple[float, float], verdict: str) -> None:
+    assert claims.judge(m(claim, value, ci)) == verdict
+
+
+@pytest.mark.parametrize("claim, value, ci, evidence, reason", [
+    ("C1", 0.8, (0.7, 0.9), {"seeds": 2, "settings": 8, "query_points": 900}, "2 seeds (needs ≥ 3)"),
+    ("C1", 0.8, (0.45, 0.99), ENOUGH["C1"], "interval too wide: 0.54"),   # would be "reproduced"
+    ("C1", 0.5, (0.2, 0.9), ENOUGH["C1"], "interval too wide"),           # would be "partly"
+    ("C2", 0.1, (0.05, 0.15), {"seeds": 3, "sizes": 2}, "2 sizes (needs ≥ 3)"),
+    ("C3", 0.0, (-0.2, 0.2), ENOUGH["C3"], "interval too wide"),
+    ("C4", 0.2, (0.1, 0.3), {"seeds": 5}, "5 seeds (needs ≥ 10)"),
+    ("C5", 0.95, (0.92, 0.97), {"query_points": 20}, "20 query points (needs ≥ 50)"),
+    ("C8", 60.0, (47.0, 90.0), ENOUGH["C8"], "interval too wide"),        # relative: 43 > 0.5 × 60
+    ("C8", 60.0, (50.0, 70.0), {"questions": 2, "rounds": 2}, "2 questions (needs ≥ 5), 2 rounds"),
+])
+def test_gates_make_thin_or_wide_evidence_inconclusive(claim, value, ci, evidence, reason) -> None:
+    a = claims.assess(m(claim, value, ci, evidence=evidence))
+    assert (a.verdict, a.gate_passed) == (claims.INCONCLUSIVE, False)
+    assert reason in a.reason
+
+
+def test_a_gate_needs_its_evidence_reported() -> None:
+    with pytest.raises(ValueError, match=r"evidence 'seeds', 'settings', 'query_points' not reported"):
+        claims.judge(Measurement("C1", 0.8, (0.7, 0.9)))
 
 
 def test_reproduced_needs_a_finite_number_and_ci() -> None:
     with pytest.raises(ValueError, match="not a finite number"):
-        claims.judge(Measurement("C1", float("nan"), (0.5, 0.9)))
+        claims.judge(m("C1", float("nan"), (0.5, 0.9)))
     with pytest.raises(ValueError, match="inside its interval"):
-        claims.judge(Measurement("C1", 0.95, (0.5, 0.9)))
+        claims.judge(m("C1", 0.95, (0.5, 0.9)))
 
 
-def test_c6_rule_uses_other_methods() -> None:
-    details = {"auroc": {"combined": 0.63, "p_true": 0.60, "entropy": 0.55}}
-    assert claims.judge(Measurement("C6", 0.63, (0.58, 0.68), details=details)) == claims.REPRODUCED
-    details["auroc"]["p_true"] = 0.75
-    assert claims.judge(Measurement("C6", 0.63, (0.58, 0.68), details=details)) == claims.PARTLY
+def _diffs(*intervals: tuple[float, float]) -> dict:
+    return {"differences": {f"method{i}": [(lo + hi) / 2, lo, hi] for i, (lo, hi) in enumerate(intervals)}}
+
+
+@pytest.mark.parametrize("ci, diffs, verdict", [
+    ((0.58, 0.68), [(0.01, 0.05), (0.02, 0.09)], claims.REPRODUCED),      # above chance, better than all
+    ((0.58, 0.68), [(-0.02, 0.05), (0.02, 0.09)], claims.PARTLY),         # tied with one
+    ((0.58, 0.68), [(-0.09, -0.01), (0.02, 0.09)], claims.NOT_REPRODUCED),  # one is significantly better
+    ((0.45, 0.55), [(0.01, 0.05), (0.02, 0.09)], claims.NOT_REPRODUCED),  # not above chance
+])
+def test_c6_rule_uses_paired_differences(ci, diffs, verdict) -> None:
+    assert claims.judge(m("C6", sum(ci) / 2, ci, details=_diffs(*diffs))) == verdict
+
+
+def test_c6_gate_needs_answers_of_both_kinds_and_a_narrow_interval() -> None:
+    few = {"models": 1, "correct": 3, "wrong": 97}
+    a = claims.assess(m("C6", 0.63, (0.58, 0.68), evidence=few, details=_diffs((0.01, 0.05))))
+    assert a.verdict == claims.INCONCLUSIVE and "3 correct (needs ≥ 30)" in a.reason
+    none = {"models": 0, "correct": 40, "wrong": 40}
+    assert "0 models (needs ≥ 1)" in claims.assess(m("C6", 0.5, (0.0, 1.0), evidence=none)).reason
+    # the old rule called combined "partly" on [0.105, 1.0]; the gate refuses such an interval
+    a = claims.assess(m("C6", 0.6, (0.105, 1.0), details=_diffs((-0.5, 0.5))))
+    assert a.verdict == claims.INCONCLUSIVE and "interval too wide" in a.reason
+
+
+@pytest.mark.parametrize("ci, diffs, verdict", [
+    ((0.45, 0.55), [(0.01, 0.05), (0.02, 0.09)], claims.REPRODUCED),
+    ((0.45, 0.55), [(-0.02, 0.05), (0.02, 0.09)], claims.PARTLY),       # near chance, P(True) only tied
+    ((0.62, 0.72), [(0.01, 0.05), (0.02, 0.09)], claims.PARTLY),        # P(True) best, epistemic not near chance
+    ((0.38, 0.48), [(-0.02, 0.05)], claims.NOT_REPRODUCED),             # CI leaves the chance band, P(True) tied
+])
+def test_c7_rule(ci, diffs, verdict) -> None:
+    assert claims.judge(m("C7", sum(ci) / 2, ci, details=_diffs(*diffs))) == verdict
+
+
+@pytest.mark.parametrize("within, value, ci, diff, verdict", [
+    (0.70, 0.50, (0.45, 0.55), (-0.3, -0.1), claims.REPRODUCED),
+    (0.70, 0.62, (0.58, 0.66), (-0.12, -0.04), claims.PARTLY),      # loses, but not to chance
+    (0.70, 0.68, (0.64, 0.72), (-0.05, 0.01), claims.NOT_REPRODUCED),  # no significant loss
+])
+def test_c9_rule(within, value, ci, diff, verdict) -> None:
+    details = {"within_model_balanced_accuracy": within, "difference": [sum(diff) / 2, *diff]}
+    assert claims.judge(m("C9", value, ci, details=details)) == verdict
+
+
+def test_c9_gate_needs_a_score_that_works_within_a_model() -> None:
+    details = {"within_model_balanced_accuracy": 0.52, "difference": [-0.02, -0.05, 0.01]}
+    a = claims.assess(m("C9", 0.50, (0.45, 0.55), details=details))
+    assert a.verdict == claims.INCONCLUSIVE and "does not work within a model" in a.reason
 
 
 def test_unknown_claim() -> None:
@@ -60,17 +159,21 @@ def test_unknown_claim() -> None:
 def test_record_refuses_a_claim_owned_by_another_chapter(generated: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GNUQ_CHAPTER", "01_derivation")
     with pytest.raises(ValueError, match="04_mcmc_validation"):
-        claims.record(Measurement("C1", 0.8, (0.7, 0.9)))
+        claims.record(m("C1", 0.8, (0.7, 0.9)))
 
 
 def test_record_and_collect(generated: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GNUQ_CHAPTER", "04_mcmc_validation")
-    entry = claims.record(Measurement("C1", 0.8, (0.7, 0.9), settings={"width": 8}))
+    entry = claims.record(m("C1", 0.8, (0.7, 0.9), settings={"width": 8}))
     assert entry["verdict"] == claims.REPRODUCED
+    assert entry["gate"]["passed"] and entry["width"] == pytest.approx(0.2) and entry["evidence"]["seeds"] == 3
     (generated / "04_mcmc_validation.provenance.json").write_text("{}")
     with pytest.raises(RuntimeError, match="did not report claim C3"):
         claims.collect(generated, chapters=["04_mcmc_validation"])
-    claims.record(Measurement("C3", 0.0, (-0.05, 0.05)))
+    claims.record(m("C3", 0.0, (-0.05, 0.05), evidence={"seeds": 2, "query_points": 900}))
+    rows = {r["id"]: r for r in claims.collect(generated, chapters=["04_mcmc_validation"])}
+    assert rows["C3"]["verdict"] == claims.INCONCLUSIVE and "2 seeds" in rows["C3"]["gate"]["reason"]
+    claims.record(m("C3", 0.0, (-0.05, 0.05)))
     rows = {r["id"]: r for r in claims.collect(generated, chapters=["04_mcmc_validation"])}
     assert rows["C1"]["value"] == 0.8 and rows["C1"]["ci"] == [0.7, 0.9]
     assert rows["C3"]["verdict"] == claims.REPRODUCED
@@ -82,32 +185,6 @@ def test_chapter_outside_the_toc_counts_as_not_measured(generated: Path) -> None
     (generated / "04_mcmc_validation.provenance.json").write_text("{}")
     rows = claims.collect(generated, chapters=[])
     assert all(r["verdict"] == claims.NOT_MEASURED for r in rows)
-
-
-def test_degenerate_measurement_is_inconclusive() -> None:
-    m = Measurement("C7", 0.5, (0.0, 1.0), details={"degenerate": True, "auroc": {}, "ci": {}})
-    assert claims.judge(m) == claims.INCONCLUSIVE
-
-
-@pytest.mark.parametrize("within, value, ci, verdict", [
-    (0.52, 0.50, (0.45, 0.55), claims.INCONCLUSIVE),   # no signal within a model: nothing to transfer
-    (0.70, 0.50, (0.45, 0.55), claims.REPRODUCED),
-    (0.70, 0.60, (0.57, 0.63), claims.PARTLY),
-    (0.70, 0.68, (0.66, 0.70), claims.NOT_REPRODUCED),
-])
-def test_c9_rule(within: float, value: float, ci: tuple[float, float], verdict: str) -> None:
-    m = Measurement("C9", value, ci, details={"within_model_balanced_accuracy": within})
-    assert claims.judge(m) == verdict
-
-
-@pytest.mark.parametrize("value, ci, verdict", [
-    (0.50, (0.42, 0.58), claims.REPRODUCED),
-    (0.26, (0.03, 0.54), claims.PARTLY),    # a wide CI does not make 0.26 "near chance"
-])
-def test_c7_rule(value: float, ci: tuple[float, float], verdict: str) -> None:
-    details = {"auroc": {"epistemic": value, "p_true": 0.7, "entropy": 0.6},
-               "ci": {"epistemic": list(ci), "p_true": [0.6, 0.8], "entropy": [0.5, 0.7]}}
-    assert claims.judge(Measurement("C7", value, ci, details=details)) == verdict
 
 
 def test_verdict_label_marks_previews() -> None:
