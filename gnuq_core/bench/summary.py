@@ -187,7 +187,7 @@ def c8_measurement(res: dict[str, Any], settings: dict[str, Any] | None = None) 
     Per model: the median over (question, repeat) rounds, with its bootstrap interval over
     questions. The claim ("46–107× faster") must hold for every model, so the measurement
     is the model with the smallest median speed-up (its value and interval); every model's
-    numbers are in ``details``.
+    numbers are in ``details``, and its questions and rounds are the ``evidence`` for C8's gate.
     """
     from gnuq_core.repro.claims import Measurement
 
@@ -210,7 +210,8 @@ def c8_measurement(res: dict[str, Any], settings: dict[str, Any] | None = None) 
     return Measurement("C8", value, (min(lo, value), max(hi, value)),
                        settings={"device": res["config"]["device"], "models": list(res["models"]),
                                  "n_samples": res["config"]["n_samples"], "model_judged": worst, **(settings or {})},
-                       details=details)
+                       details=details,
+                       evidence={"questions": int(details[worst]["questions"]), "rounds": int(details[worst]["rounds"])})
 
 
 def targets(res: dict[str, Any]) -> dict[str, Any]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
+from dataclasses import replace
+
 import pytest
 
 from gnuq_core.bench import summary as sm
@@ -73,4 +75,7 @@ def test_c8_is_the_least_favourable_model_with_its_own_interval() -> None:
     assert m.value == pytest.approx(res["models"]["b"]["summary"]["speedup"]["sample"]["median"])
     assert m.ci[0] <= m.value <= m.ci[1] and m.details["a"]["median"] > m.value
     assert m.details["b"]["rounds"] == 12 and m.details["b"]["questions"] == 4
-    assert claims.judge(m) == claims.NOT_REPRODUCED
+    assert m.evidence == {"questions": 4, "rounds": 12}
+    a = claims.assess(m)  # 4 questions are too few for C8's gate (≥ 5)
+    assert a.verdict == claims.INCONCLUSIVE and "4 questions (needs ≥ 5)" in a.reason
+    assert claims.judge(replace(m, evidence={"questions": 5, "rounds": 12})) == claims.NOT_REPRODUCED
