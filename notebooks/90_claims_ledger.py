@@ -16,7 +16,10 @@
 # Each claim of the paper, the chapter that tests it, our measured number with its 95%
 # interval, and a verdict. Verdicts are not written by hand: each claim has a rule in
 # code (`gnuq_core/repro/claims.py`), applied to the number its chapter measured in this
-# build. A claim whose chapter is not in the book yet is marked *not yet measured*; a
+# build. Before a rule may judge, the claim's **evidence gate** checks that the data can
+# decide (enough seeds, settings, questions, correct and wrong answers; an interval no
+# wider than the rule allows); otherwise the verdict is *inconclusive* and the ledger says
+# why. A claim whose chapter is not in the book yet is marked *not yet measured*; a
 # chapter that ran but did not report a claim it owns fails this page's build.
 
 # %% tags=["parameters"]
@@ -25,7 +28,7 @@ seed = 0  # unused: this page only collects
 
 # %% tags=["remove-cell"]
 import pandas as pd
-from IPython.display import HTML
+from IPython.display import HTML, Markdown
 from myst_nb import glue
 
 from gnuq_core.repro import claims
@@ -76,27 +79,66 @@ def chapter(stem: str) -> str:
     return f"{int(number)} {name.replace('_', ' ')}" if number.isdigit() else stem
 
 
+def evidence(row: dict) -> str:
+    """The counts a verdict rests on, e.g. ``"3 seeds · 12 settings"``."""
+    return " · ".join(f"{n} {k.replace('_', ' ')}" for k, n in row["evidence"].items()) or "—"
+
+
+def gate(row: dict) -> str:
+    """The gate's result: passed, or why the data cannot decide."""
+    if row["gate"]["passed"] is None:
+        return "—"
+    return "passed" if row["gate"]["passed"] else row["gate"]["reason"]
+
+
 ledger = pd.DataFrame({
     "claim": [r["id"] for r in rows],
     "statement": [f"{r['statement']} ({r['paper']})" for r in rows],
     "chapter": [chapter(r["owner"]) for r in rows],
     "measured": [measured(r) for r in rows],
     "verdict": [claims.verdict_label(r["verdict"], profile) for r in rows],
+    "evidence": [evidence(r) for r in rows],
+    "width": [r["width"] for r in rows],
+    "gate": [gate(r) for r in rows],
+    "gate_rule": [r["gate"]["rule"] for r in rows],
+    "edition": ["paper" if is_paper_edition(profile) else f"preview ({profile})" for _ in rows],
     "rule": [r["rule"] for r in rows],
     "note": [r["note"] or "—" for r in rows],
 })
 # the verdict comes second, so that a phone shows it without scrolling the table
 table(ledger, {"claim": "claim", "verdict": "verdict", "measured": ("measured [95% CI]", "", True),
+               "evidence": "evidence (n)", "gate": "evidence gate",
                "statement": "the paper says", "chapter": "chapter"},
-      caption=f"Claims ledger (profile {profile})")
+      caption=f"Claims ledger ({'paper edition' if is_paper_edition(profile) else 'preview'}, profile {profile})")
 
 # %% [markdown]
 # Each verdict comes from a rule applied to the measured number; the caveats are computed
 # by the chapter that measured it.
 
 # %%
-table(ledger, {"claim": "claim", "rule": "how the verdict is decided", "note": "caveat (measured)"},
-      caption="The rules and caveats")
+table(ledger, {"claim": "claim", "gate_rule": "the data must hold", "width": ("interval width", ".3g"),
+               "rule": "how the verdict is decided", "note": "caveat (measured)", "edition": "edition"},
+      caption="The gates, rules and caveats")
+
+# %% [markdown]
+# {glue:md}`cross_check_links`
+
+# %% tags=["remove-cell"]
+# Each claim's numbers are checked against an independent implementation in the cross-checks
+# chapter (when it is in this book).
+by_check: dict[str, list[str]] = {}
+for r in rows:
+    by_check.setdefault(r["cross_check"], []).append(r["id"])
+CHECK_TITLES = {"xcheck-laplace": "Laplace / GGN variance and ‖∇p‖² against laplace-torch and plain autograd",
+                "xcheck-spectra": "Hessian spectra against scipy's eigsh and exact eigenvalues",
+                "xcheck-gradnorm": "gradient norms of the real language models against plain autograd",
+                "xcheck-baselines": "QA baselines against their published formulas"}
+if "80_cross_checks" in toc_chapters():
+    glue("cross_check_links", Markdown("**Cross-checks.** " + "; ".join(
+        f"{', '.join(ids)}: {{ref}}`{CHECK_TITLES[label]} <{label}>`" for label, ids in by_check.items()) + "."),
+        display=False)
+else:
+    glue("cross_check_links", Markdown("The cross-checks chapter is not part of this build."), display=False)
 
 # %% tags=["remove-input"]
 prov.show()
