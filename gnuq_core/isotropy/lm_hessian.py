@@ -12,7 +12,10 @@ from typing import Any, Callable
 
 from gnuq_core.isotropy.spectra import MatVec, torch_hvp
 
-__all__ = ["tiny_random_llama", "load_smollm2", "text_token_ids", "block_hvp"]
+__all__ = ["tiny_random_llama", "load_smollm2", "text_token_ids", "block_hvp", "block_operator", "SOURCES"]
+
+# Models the chapter's LM block can come from: source -> name shown in the book.
+SOURCES = {"smollm2": "SmolLM2-135M-Instruct", "tiny-random": "tiny random Llama (smoke test)"}
 
 
 def tiny_random_llama(seed: int = 0, vocab: int = 128) -> Any:
@@ -111,3 +114,37 @@ def block_hvp(model: Any, input_ids: list[int], layer: int = -1) -> tuple[MatVec
             return float(loss_fn())
 
     return matvec, dim, loss_value
+
+
+def block_operator(source: str, n_tokens: int, seed: int = 0, layer: int = -1) -> dict[str, Any]:
+    """The Hessian operator of block ``layer`` of a model on ``n_tokens`` tokens of local text.
+
+    Parameters
+    ----------
+    source : {"smollm2", "tiny-random"}
+        SmolLM2-135M-Instruct on TruthfulQA questions (joined by blank lines, file order), or
+        a tiny random Llama on random token ids drawn with ``seed`` (tests, smoke profile).
+    n_tokens : int
+        Length of the text.
+    seed, layer : int
+        Seed of the random model and text; which block (``-1``: the last).
+
+    Returns
+    -------
+    dict
+        ``matvec``, ``dim``, ``loss`` (see :func:`block_hvp`), ``name`` and ``n_layers``.
+    """
+    import numpy as np
+
+    if source == "smollm2":
+        from gnuq_core.qa.data import load_qa
+
+        model, tok = load_smollm2()
+        ids = text_token_ids(tok, [item.question for item in load_qa("truthfulqa")], n_tokens)
+    elif source == "tiny-random":
+        model = tiny_random_llama(seed)
+        ids = list(np.random.default_rng(seed).integers(0, model.config.vocab_size, n_tokens))
+    else:
+        raise ValueError(f"source must be one of {', '.join(map(repr, SOURCES))}, not {source!r}")
+    matvec, dim, loss = block_hvp(model, ids, layer=layer)
+    return {"matvec": matvec, "dim": dim, "loss": loss, "name": SOURCES[source], "n_layers": len(model.model.layers)}

@@ -10,7 +10,8 @@ the same Lanczos code serves an explicit matrix, a JAX Hessian-vector product
 - :func:`slq` turns Lanczos runs from random probe vectors into a spectral density: each
   run gives nodes (Ritz values) and weights (squared first components of ``T``'s
   eigenvectors), a quadrature rule for ``vᵀ f(H) v`` (Golub & Meurant; Ubaru, Chen & Saad
-  2017; Ghorbani, Krishnan & Xiao 2019).
+  2017; Ghorbani, Krishnan & Xiao 2019); :func:`slq_probe` computes one of its probes
+  alone (what the results store keeps and re-checks).
 - :func:`lanczos_quadratic_form` estimates ``gᵀ f(H) g`` for one vector ``g`` (e.g.
   ``f(x) = 1/(x + λ)``), which is what the damped Laplace estimator needs; for a curvature
   given as a low-rank factor the exact form is :func:`gnuq_core.isotropy.damped.damped_quadratic_form`.
@@ -29,7 +30,7 @@ from gnuq_core.stats import spearman_pair
 MatVec = Callable[[np.ndarray], np.ndarray]
 
 __all__ = [
-    "lanczos", "slq", "SLQResult", "lanczos_quadratic_form", "spectrum_summary",
+    "lanczos", "slq", "slq_probe", "rademacher_probe", "SLQResult", "lanczos_quadratic_form", "spectrum_summary",
     "damped_vs_isotropic", "jax_hessian", "jax_hvp", "jax_ggn_vp", "torch_hvp", "dense_matvec",
 ]
 
@@ -158,12 +159,36 @@ def slq(matvec: MatVec, dim: int, n_probes: int = 8, m: int = 60, seed: int = 0,
 
         it = tqdm(it, desc="SLQ probes")
     for _ in it:
-        v = rng.choice([-1.0, 1.0], size=dim)
-        a, b = lanczos(matvec, v, m)
-        theta, vecs = _tridiag_eig(a, b)
+        theta, w = _quadrature_rule(matvec, rng.choice([-1.0, 1.0], size=dim), m)
         nodes.append(theta)
-        weights.append(vecs[0] ** 2)
+        weights.append(w)
     return SLQResult(nodes, weights, dim)
+
+
+def _quadrature_rule(matvec: MatVec, v: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes (Ritz values) and weights of the ``m``-step Lanczos quadrature rule from ``v``."""
+    a, b = lanczos(matvec, v, m)
+    theta, vecs = _tridiag_eig(a, b)
+    return theta, vecs[0] ** 2
+
+
+def rademacher_probe(dim: int, seed: int, k: int) -> np.ndarray:
+    """The ``k``-th (from 0) Rademacher probe that :func:`slq` draws with ``seed``."""
+    rng = np.random.default_rng(seed)
+    for _ in range(k):
+        rng.choice([-1.0, 1.0], size=dim)
+    return rng.choice([-1.0, 1.0], size=dim)
+
+
+def slq_probe(matvec: MatVec, dim: int, k: int, m: int = 60, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Probe ``k`` of :func:`slq` alone: its nodes and weights, the same numbers as
+    ``slq(matvec, dim, n_probes > k, m, seed)`` gives for that probe.
+
+    A stored spectrum can so be checked (or extended) one probe at a time.
+    """
+    if k < 0:
+        raise ValueError(f"probe index k must be >= 0, not {k}")
+    return _quadrature_rule(matvec, rademacher_probe(dim, seed, k), m)
 
 
 def lanczos_quadratic_form(matvec: MatVec, g: np.ndarray, f: Callable[[np.ndarray], np.ndarray],

@@ -37,3 +37,16 @@ def test_block_hvp_tiny_llama():
 
     _, hv_ref = torch.autograd.functional.hvp(full_loss, flat, torch.as_tensor(v))
     np.testing.assert_allclose(mv(v), hv_ref.numpy(), rtol=1e-4, atol=1e-6 * np.abs(hv_ref.numpy()).max())
+
+
+def test_block_operator_tiny_random_and_bad_source():
+    op = lm_hessian.block_operator("tiny-random", 10, seed=0)
+    assert op["n_layers"] == 2 and op["name"] == lm_hessian.SOURCES["tiny-random"]
+    v = np.random.default_rng(0).standard_normal(op["dim"])
+    assert op["matvec"](v).shape == (op["dim"],) and np.isfinite(op["loss"]())
+    try:
+        lm_hessian.block_operator("gpt-nothing", 10)
+    except ValueError as e:
+        assert "source" in str(e)
+    else:
+        raise AssertionError("an unknown source must be refused")

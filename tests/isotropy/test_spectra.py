@@ -123,3 +123,16 @@ def test_torch_hvp_matches_autograd_hessian():
     v = np.random.default_rng(0).standard_normal(dim)
     np.testing.assert_allclose(hvp(v), hess @ v, rtol=1e-8, atol=1e-10)
 
+
+
+def test_slq_probe_alone_equals_that_probe_of_slq():
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((30, 30))
+    mv = spectra.dense_matvec(a + a.T)
+    res = spectra.slq(mv, 30, n_probes=3, m=6, seed=5)
+    for k in range(3):
+        nodes, weights = spectra.slq_probe(mv, 30, k, m=6, seed=5)
+        np.testing.assert_array_equal(nodes, res.nodes[k])
+        np.testing.assert_array_equal(weights, res.weights[k])
+    with pytest.raises(ValueError, match="probe index"):
+        spectra.slq_probe(mv, 30, -1)

@@ -9,6 +9,7 @@ import importlib.util
 import pytest
 
 from gnuq_core.bayes import validation
+from gnuq_core.isotropy import stored
 from gnuq_core.qa import study
 from gnuq_core.repro.results_store import module_file
 
@@ -58,7 +59,8 @@ def closure(entries: list[str]) -> set[str]:
 @pytest.mark.parametrize("store_code, entries", [
     (study.STORE_CODE, ["gnuq_core.qa.engine"]),
     (validation.STORE_CODE, ["gnuq_core.bayes.mcmc"]),
-], ids=["qa", "nuts_reference"])
+    (stored.STORE_CODE, ["gnuq_core.isotropy.stored"]),
+], ids=["qa", "nuts_reference", "hessian_spectra"])
 def test_store_code_lists_every_computing_module(store_code, entries) -> None:
     missing = closure(entries) - set(store_code)
     assert not missing, f"add to the store's code list: {sorted(missing)}"

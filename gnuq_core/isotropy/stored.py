@@ -1,0 +1,259 @@
+"""Chapter 03's expensive results, item by item, through the results store.
+
+Three kinds of stored items (``results/<kind>/<key>.jsonl``, see
+:mod:`gnuq_core.repro.results_store`):
+
+- ``hessian_exact``: one item per width, ``"width{w}"``: the exact Hessian and GGN spectra
+  and the damped-vs-isotropic comparison of one small MLP (:func:`damping.exact_case`).
+- ``hessian_slq_mlp``: the large MLP, one item per SLQ probe (``"hessian/probe{k}"``,
+  ``"ggn/probe{k}"``: its Ritz values and weights) and per query point (``"query{j}"``,
+  ``j`` its index in the query grid: the exact, Lanczos and isotropic quadratic forms).
+- ``hessian_slq_lm``: the LM block, one item per SLQ probe (``"probe{k}"``).
+
+Small items make the build's from-scratch check cheap: re-checking one probe costs one
+training run (MLP) or one model load (LM) and ``m`` Hessian-vector products, not the
+whole spectrum. A probe recomputed alone gives the numbers of the full run
+(:func:`gnuq_core.isotropy.spectra.slq_probe`). Missing items are computed by the whole
+run (reading its local cache, :func:`gnuq_core.repro.cache.cached`, when it has one);
+the check always recomputes from scratch.
+
+Without the store (``use_store=False``: the quick and smoke profiles) the same functions
+return the same structures from the local cache alone, so nothing is written under
+``results/`` by a preview build.
+
+The numbers of every item come from the modules in :data:`STORE_CODE` (this one included:
+it assembles the per-item recomputation); a change to any of them starts new store files.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from gnuq_core.isotropy import classifier
+from gnuq_core.isotropy import damping
+from gnuq_core.isotropy import ggn_laplace as curvature
+from gnuq_core.isotropy import lm_hessian
+from gnuq_core.isotropy import proxy
+from gnuq_core.isotropy import spectra
+from gnuq_core.isotropy.damped import damped_quadratic_form
+from gnuq_core.repro import results_store
+from gnuq_core.repro.cache import cached
+from gnuq_core.stats import spearman_pair
+
+__all__ = ["STORE_CODE", "TOLERANCE", "exact_cases", "large_mlp", "lm_block", "query_indices"]
+
+# Sources whose content defines the code version of chapter 03's stored items (the import
+# closure of this module, infrastructure excluded; tests/repro/test_store_code.py checks it).
+STORE_CODE = [
+    "gnuq_core.isotropy.stored", "gnuq_core.isotropy.damping", "gnuq_core.isotropy.spectra",
+    "gnuq_core.isotropy.lm_hessian", "gnuq_core.isotropy.classifier", "gnuq_core.isotropy.ggn_laplace",
+    "gnuq_core.isotropy.proxy", "gnuq_core.isotropy.damped", "gnuq_core.isotropy.mlp", "gnuq_core.isotropy.train",
+    "gnuq_core.stats", "gnuq_core.lm.models", "gnuq_core.qa.data",
+]
+
+# (rtol, atol) of the from-scratch check per kind. Recomputing on the same machine gives
+# the same bits; ``atol`` covers eigenvalues and Ritz values at float32 noise level (the
+# bulk far below the damping), whose relative error is meaningless.
+TOLERANCE = {"hessian_exact": (1e-4, 1e-6), "hessian_slq_mlp": (1e-4, 1e-6), "hessian_slq_lm": (1e-4, 1e-5)}
+
+
+def _plain(obj: Any) -> Any:
+    """``obj`` with numpy arrays and scalars as lists and Python numbers (JSON for the store)."""
+    if isinstance(obj, dict):
+        return {k: _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, np.generic):
+        return obj.item()
+    return obj
+
+
+def _items(kind: str, config: dict[str, Any], ids: Sequence[str], compute: Callable[[str], dict[str, Any]],
+           recompute: Callable[[str], dict[str, Any]], use_store: bool, verify: int,
+           progress: str) -> dict[str, dict[str, Any]]:
+    """id -> record, through the store (``use_store``) or straight from ``compute``."""
+    if not use_store:
+        return {i: _plain(compute(i)) for i in ids}
+    rtol, atol = TOLERANCE[kind]
+    recs = results_store.run_stored(kind, {**config, "version": 1}, list(ids), lambda i: _plain(compute(i)),
+                                    recompute=lambda i: _plain(recompute(i)), code_files=STORE_CODE,
+                                    verify=verify, rtol=rtol, atol=atol, progress=progress)
+    return {r["id"]: r for r in recs}
+
+
+# ------------------------------------------------------------------ exact spectra, small MLPs
+
+
+def exact_cases(widths: Sequence[int], *, seed: int, n_train: int, steps: int, weight_decay: float,
+                dampings: Sequence[float], n_grid: int, use_store: bool = False,
+                verify: int = 1) -> list[dict[str, Any]]:
+    """:func:`damping.exact_case` per width (kind ``hessian_exact``), arrays as numpy arrays.
+
+    ``verify`` stored widths, drawn at random with a fixed seed, are recomputed from scratch.
+    """
+    cfg = dict(n_train=n_train, steps=steps, weight_decay=weight_decay, dampings=[float(d) for d in dampings],
+               n_grid=n_grid)
+    by_id = {f"width{w}": w for w in widths}
+
+    def fresh(i: str) -> dict[str, Any]:
+        return damping.exact_case(by_id[i], seed=seed, **cfg)
+
+    def compute(i: str) -> dict[str, Any]:
+        return cached("spectra_exact", {"width": by_id[i], "seed": seed, **cfg, "v": 1}, lambda: fresh(i))
+
+    recs = _items("hessian_exact", {"seed": seed, **cfg}, list(by_id), compute, fresh, use_store, verify,
+                  "exact spectra")
+    arrays = ("hess_eigs", "ggn_eigs", "exact", "isotropic")
+    return [{k: np.asarray(v, dtype=float) if k in arrays else v for k, v in recs[i].items() if k != "id"}
+            for i in by_id]
+
+
+# ------------------------------------------------------------------ SLQ, large MLP
+
+
+def query_indices(n_grid: int, n_query: int) -> np.ndarray:
+    """Indices into the ``n_grid × n_grid`` query grid of the large MLP's ``n_query`` evenly spaced queries."""
+    return np.linspace(0, n_grid * n_grid - 1, n_query).round().astype(int)
+
+
+def _slq_dict(res: spectra.SLQResult, k: int) -> dict[str, Any]:
+    return {"nodes": res.nodes[k], "weights": res.weights[k], "dim": res.dim}
+
+
+def _mlp_fresh(width: int, seed: int, n_train: int, steps: int, weight_decay: float, m: int, n_grid: int,
+               idx: np.ndarray, item: str) -> dict[str, Any]:
+    """One item of the large MLP from scratch: train θ*, then one probe or one query.
+
+    The same computation as :func:`damping.slq_case` (same training, probes drawn with
+    ``seed`` for the Hessian and ``seed + 1`` for the GGN, queries' gradients and exact
+    Woodbury values computed for the whole query batch)."""
+    import jax.numpy as jnp
+
+    x, y = proxy.sample_task(np.random.default_rng([seed, 0]), n_train)
+    params = classifier.train(x, y, [width, width], seed=seed, steps=steps, weight_decay=weight_decay)
+    xs = jnp.asarray(x, jnp.float32)
+    gvp, dim = spectra.jax_ggn_vp(classifier.logit, params, xs)
+    if item.startswith(("hessian/", "ggn/")):
+        kind, probe = item.split("/")
+        k = int(probe.removeprefix("probe"))
+        if kind == "hessian":
+            op, _ = spectra.jax_hvp(lambda p: classifier.nll(p, xs, jnp.asarray(y, jnp.float32)), params)
+            nodes, weights = spectra.slq_probe(op, dim, k, m=m, seed=seed)
+        else:
+            nodes, weights = spectra.slq_probe(gvp, dim, k, m=m, seed=seed + 1)
+        return {"nodes": nodes, "weights": weights, "dim": dim}
+    j = int(item.removeprefix("query"))
+    pos = int(np.flatnonzero(idx == j)[0])
+    gq = classifier.flat_grads(params, proxy.query_grid(n_grid, 4.0)[idx])
+    lam = weight_decay
+    a = curvature.ggn_factor(classifier.jacobian_rows(params, x), classifier.predict_proba(params, x),
+                             scale=1.0 / n_train)
+    exact = damped_quadratic_form(a, gq, lam, method="woodbury")
+    lanczos = spectra.lanczos_quadratic_form(gvp, gq[pos], lambda t: 1 / (np.clip(t, 0, None) + lam), m)
+    return {"exact": exact[pos], "lanczos": lanczos, "isotropic": float((gq[pos] ** 2).sum() / lam)}
+
+
+def large_mlp(width: int, *, seed: int, n_train: int, steps: int, weight_decay: float, n_probes: int, m: int,
+              n_query: int, n_grid: int, use_store: bool = False, verify: int = 1) -> dict[str, Any]:
+    """:func:`damping.slq_case` (kind ``hessian_slq_mlp``): SLQ spectra of the Hessian and GGN and
+    the per-query comparison at ``λ = weight_decay`` (Lanczos quadrature with ``m`` steps too).
+
+    ``verify`` stored items (probes or queries, drawn at random with a fixed seed) are
+    recomputed from scratch, each with its own training run.
+
+    Returns
+    -------
+    dict
+        The keys of :func:`damping.slq_case` (``train_acc`` aside).
+    """
+    idx = query_indices(n_grid, n_query)
+    ids = ([f"hessian/probe{k}" for k in range(n_probes)] + [f"ggn/probe{k}" for k in range(n_probes)]
+           + [f"query{j}" for j in idx])
+
+    def whole() -> dict[str, Any]:
+        return cached("spectra_slq_mlp", {"width": width, "seed": seed, "n_train": n_train, "steps": steps,
+                                          "wd": weight_decay, "probes": n_probes, "m": m, "n_query": n_query,
+                                          "n_grid": n_grid, "v": 2},
+                      lambda: damping.slq_case(width, seed=seed, n_train=n_train, steps=steps,
+                                               weight_decay=weight_decay, n_probes=n_probes, m=m,
+                                               n_query=n_query, m_query=m, n_grid=n_grid))
+
+    def compute(i: str) -> dict[str, Any]:
+        res = whole()
+        if i.startswith(("hessian/", "ggn/")):
+            kind, probe = i.split("/")
+            return _slq_dict(res[kind], int(probe.removeprefix("probe")))
+        pos = int(np.flatnonzero(idx == int(i.removeprefix("query")))[0])
+        return {key: res[key][pos] for key in ("exact", "lanczos", "isotropic")}
+
+    config = {"width": width, "seed": seed, "n_train": n_train, "steps": steps, "weight_decay": weight_decay,
+              "m": m, "n_grid": n_grid}
+    recs = _items("hessian_slq_mlp", config, ids, compute,
+                  lambda i: _mlp_fresh(width, seed, n_train, steps, weight_decay, m, n_grid, idx, i),
+                  use_store, verify, "large MLP (probes, queries)")
+
+    def slq_result(kind: str) -> spectra.SLQResult:
+        probes = [recs[f"{kind}/probe{k}"] for k in range(n_probes)]
+        return spectra.SLQResult([np.asarray(p["nodes"], float) for p in probes],
+                                 [np.asarray(p["weights"], float) for p in probes], int(probes[0]["dim"]))
+
+    q = {key: np.array([recs[f"query{j}"][key] for j in idx], dtype=float) for key in ("exact", "lanczos", "isotropic")}
+    exact, lanczos, iso = q["exact"], q["lanczos"], q["isotropic"]
+    g2 = iso * weight_decay
+    h = slq_result("hessian")
+    return {"width": width, "n_params": h.dim, "hessian": h, "ggn": slq_result("ggn"),
+            "exact": exact, "isotropic": iso, "lanczos": lanczos, "rho": spearman_pair(exact, iso),
+            "median_rel_error": float(np.median(iso / exact - 1)),
+            "rho_lanczos": spearman_pair(lanczos, iso), "rho_lanczos_vs_exact": spearman_pair(lanczos, exact),
+            "lanczos_rel_error": float(np.median(lanczos / exact - 1)),
+            "rank_share": float(np.median(1 - weight_decay * exact / np.maximum(g2, 1e-300)))}
+
+
+# ------------------------------------------------------------------ SLQ, LM block
+
+
+def lm_block(source: str, *, n_tokens: int, n_probes: int, m: int, seed: int, use_store: bool = False,
+             verify: int = 1) -> dict[str, Any]:
+    """SLQ spectrum of the last block's Hessian (kind ``hessian_slq_lm``, one item per probe).
+
+    ``verify`` stored probes (drawn at random with a fixed seed) are recomputed from
+    scratch: one model load and ``m`` Hessian-vector products each.
+
+    Returns
+    -------
+    dict
+        ``slq`` (:class:`~gnuq_core.isotropy.spectra.SLQResult`), ``dim``, ``loss`` (NLL in
+        nats per token) and ``name`` of the model.
+    """
+    if source not in lm_hessian.SOURCES:
+        raise ValueError(f"source must be one of {', '.join(map(repr, lm_hessian.SOURCES))}, not {source!r}")
+
+    def run() -> dict[str, Any]:
+        op = lm_hessian.block_operator(source, n_tokens, seed=seed)
+        res = spectra.slq(op["matvec"], op["dim"], n_probes=n_probes, m=m, seed=seed)
+        return {"slq": res, "dim": op["dim"], "loss": op["loss"](), "name": op["name"], "n_layers": op["n_layers"]}
+
+    def whole() -> dict[str, Any]:
+        return cached("spectra_slq_lm", {"source": source, "tokens": n_tokens, "probes": n_probes, "m": m,
+                                         "seed": seed, "v": 1}, run)
+
+    def compute(i: str) -> dict[str, Any]:
+        res = whole()
+        return {**_slq_dict(res["slq"], int(i.removeprefix("probe"))), "loss": res["loss"]}
+
+    def fresh(i: str) -> dict[str, Any]:
+        op = lm_hessian.block_operator(source, n_tokens, seed=seed)
+        nodes, weights = spectra.slq_probe(op["matvec"], op["dim"], int(i.removeprefix("probe")), m=m, seed=seed)
+        return {"nodes": nodes, "weights": weights, "dim": op["dim"], "loss": op["loss"]()}
+
+    ids = [f"probe{k}" for k in range(n_probes)]
+    recs = _items("hessian_slq_lm", {"source": source, "tokens": n_tokens, "m": m, "seed": seed, "layer": -1},
+                  ids, compute, fresh, use_store, verify, "LM block (probes)")
+    probes = [recs[i] for i in ids]
+    res = spectra.SLQResult([np.asarray(p["nodes"], float) for p in probes],
+                            [np.asarray(p["weights"], float) for p in probes], int(probes[0]["dim"]))
+    return {"slq": res, "dim": res.dim, "loss": float(probes[0]["loss"]), "name": lm_hessian.SOURCES[source]}
