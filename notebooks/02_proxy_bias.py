@@ -404,7 +404,8 @@ c4 = record(Measurement(
              "overlap_by_delta": [t[0] for t in summary["overlap"]],
              "crossover_point": crossover_point, "crossover_ci": crossover_ci,
              "text_rho": {m: float(np.mean([r["rho"][m] for r in text_runs])) for m in methods},
-             "text_iso_minus_other_proxy": list(d_other), "text_iso_minus_same_proxy": list(d_same)}))
+             "text_iso_minus_other_proxy": list(d_other), "text_iso_minus_same_proxy": list(d_same)},
+    evidence={"seeds": len(runs)}))
 glue("c4_verdict", c4["verdict"], display=False)
 
 # %% [markdown]
