@@ -60,6 +60,10 @@ lm_tokens = 256  # tokens of local text for the LM block's curvature
 lm_probes = 2  # SLQ probes for the LM block
 lm_steps = 30  # Lanczos steps per probe for the LM block
 n_boot = 1000  # bootstrap resamples of query points
+use_results_store = False  # read the expensive items from the repository's results store (full profile)
+store_verify = 1  # stored items of each kind recomputed from scratch and compared (with the store)
+store_verify_max_width = 64  # exact spectra are re-checked only up to this width (width 96 alone takes minutes)
+lm_verify_steps = 10  # a re-checked LM probe recomputes its first this many Lanczos steps (0: all lm_steps)
 
 # %% tags=["remove-cell"]
 import logging
@@ -73,9 +77,8 @@ from IPython.display import display
 from myst_nb import glue
 
 from gnuq_core import stats
-from gnuq_core.isotropy import damping
 from gnuq_core.isotropy import spectra
-from gnuq_core.repro.cache import cached
+from gnuq_core.isotropy import stored
 from gnuq_core.repro import display as book
 from gnuq_core.repro.claims import Measurement, record
 from gnuq_core.repro.provenance import Provenance
@@ -93,6 +96,8 @@ dampings = list(np.logspace(-5, 0, n_dampings))
 # %% [markdown]
 # ## 1. Exact spectra of small MLPs
 #
+# {glue:text}`store_words`
+#
 # Tanh MLPs with two hidden layers of width $w$ are trained on the 2-D task of the previous
 # chapter. For each, the Hessian of the mean NLL and its generalised Gauss-Newton part (GGN,
 # equal to the Fisher here; positive semi-definite) are formed explicitly and diagonalised.
@@ -103,9 +108,28 @@ dampings = list(np.logspace(-5, 0, n_dampings))
 
 # %%
 glue("lam0", weight_decay, display=False)
+glue("store_words", (
+    "The expensive results of this chapter (the exact spectra per width, the large MLP's SLQ probes and "
+    "query points, the LM block's SLQ probes) are read from the repository's results store "
+    "(results/hessian_exact, results/hessian_slq_mlp and results/hessian_slq_lm, keyed by this "
+    "configuration and the source of the code that computes them); missing items are computed and added. "
+    f"To check the store, {store_verify} stored item{'s' if store_verify != 1 else ''} of each kind, drawn "
+    f"at random with a fixed seed, {'are' if store_verify != 1 else 'is'} recomputed from scratch in this build "
+    f"and must agree with what is stored (to a relative tolerance of {stored.TOLERANCE['hessian_exact'][0]:.0e}): "
+    "an exact spectrum of width at most "
+    f"{store_verify_max_width} (the widest one alone would take longer than the rest of the chapter), one of "
+    "the large MLP's SLQ probes or query points (its own training run and one Lanczos run) and one of the "
+    "LM block's SLQ probes (one model load and "
+    + (f"the first {lm_verify_steps} of its {lm_steps} Lanczos steps, whose coefficients must match those "
+       "rebuilt from the stored quadrature rule)." if 0 < lm_verify_steps < lm_steps else
+       f"all {lm_steps} Lanczos steps).")
+    if use_results_store else
+    "Every result in this chapter is computed in this build (or read back from the local cache of a "
+    "previous run with the same parameters); the paper edition reads its expensive items from the "
+    "repository's results store instead."), display=False)
 exact_cfg = dict(n_train=n_train, steps=train_steps, weight_decay=weight_decay, dampings=dampings, n_grid=n_grid)
-cases = [cached("spectra_exact", {"width": w, "seed": seed, **exact_cfg, "v": 1},
-                lambda w=w: damping.exact_case(w, seed=seed, **exact_cfg)) for w in widths]
+cases = stored.exact_cases(widths, seed=seed, **exact_cfg, use_store=use_results_store, verify=store_verify,
+                           verify_max_width=store_verify_max_width)
 spectra_rows = [{"width": c["width"], "n_params": c["n_params"], "kind": "GGN" if kind == "ggn" else "Hessian",
                  **c["summary"][kind]} for c in cases for kind in ("hessian", "ggn")]
 display(book.table(pd.DataFrame(spectra_rows), {
@@ -175,14 +199,12 @@ glue("p_small", cases[0]["n_params"], display=False)
 # width-{glue:text}`w_max` net.
 
 # %%
-check = spectra.slq(spectra.dense_matvec(np.diag(big_exact["ggn_eigs"])), big_exact["n_params"],
+# The diagonal matrix of the exact eigenvalues as a matrix-vector product (elementwise, exact).
+check = spectra.slq(lambda v: big_exact["ggn_eigs"] * v, big_exact["n_params"],
                     n_probes=slq_probes, m=slq_steps, seed=seed)
-big = cached("spectra_slq_mlp", {"width": big_width, "seed": seed, "n_train": n_train, "steps": big_steps,
-                                 "wd": weight_decay, "probes": slq_probes, "m": slq_steps, "n_query": n_query,
-                                 "n_grid": n_grid, "v": 2},
-             lambda: damping.slq_case(big_width, seed=seed, n_train=n_train, steps=big_steps,
-                                             weight_decay=weight_decay, n_probes=slq_probes, m=slq_steps,
-                                             n_query=n_query, m_query=slq_steps, n_grid=n_grid))
+big = stored.large_mlp(big_width, seed=seed, n_train=n_train, steps=big_steps, weight_decay=weight_decay,
+                       n_probes=slq_probes, m=slq_steps, n_query=n_query, n_grid=n_grid,
+                       use_store=use_results_store, verify=store_verify)
 # The fraction of eigenvalues with |λ| ≥ 10^t, on a log scale: SLQ estimates exactly this
 # (a sum of quadrature weights), and the log scale shows the outliers (about 1/P each) and
 # the mass below the damping in one picture. A density would show one tall spike, because
@@ -259,33 +281,11 @@ glue("slq_check_words", "SLQ reproduces the known spectrum" if check_gap <= 0.02
 # %%
 import torch
 
-from gnuq_core.isotropy import lm_hessian
-from gnuq_core.isotropy import text_proxy
-
 torch.manual_seed(seed)
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 glue("lm_tokens_val", lm_tokens, display=False)
-
-
-def _lm_slq():
-    if lm_source == "smollm2":
-        model, tok = lm_hessian.load_smollm2()
-        questions = [q for q, _ in text_proxy.load_truthfulqa()]
-        ids = lm_hessian.text_token_ids(tok, questions, lm_tokens)
-        name = "SmolLM2-135M-Instruct"
-    elif lm_source == "tiny-random":
-        model = lm_hessian.tiny_random_llama(seed)
-        ids = list(np.random.default_rng(seed).integers(0, model.config.vocab_size, lm_tokens))
-        name = "tiny random Llama (smoke test)"
-    else:
-        raise ValueError(f"lm_source must be 'smollm2' or 'tiny-random', not {lm_source!r}")
-    matvec, dim, loss = lm_hessian.block_hvp(model, ids, layer=-1)
-    res = spectra.slq(matvec, dim, n_probes=lm_probes, m=lm_steps, seed=seed)
-    return {"slq": res, "dim": dim, "loss": loss(), "name": name, "n_layers": len(model.model.layers)}
-
-
-lm = cached("spectra_slq_lm", {"source": lm_source, "tokens": lm_tokens, "probes": lm_probes, "m": lm_steps,
-                               "seed": seed, "v": 1}, _lm_slq)
+lm = stored.lm_block(lm_source, n_tokens=lm_tokens, n_probes=lm_probes, m=lm_steps, seed=seed,
+                     use_store=use_results_store, verify=store_verify, verify_steps=lm_verify_steps or None)
 res = lm["slq"]
 lmax = float(max(n.max() for n in res.nodes))
 lmin = float(min(n.min() for n in res.nodes))
@@ -449,7 +449,8 @@ c5 = record(Measurement(
              "rho_by_width": {str(c["width"]): c["rho"][j0] for c in cases},
              "median_rel_error": float(np.median(big_exact["isotropic"] / big_exact["exact"] - 1)),
              "large_mlp": {"n_params": big["n_params"], "rho": big["rho"], "median_rel_error": big["median_rel_error"]},
-             "lm_block": {"model": lm["name"], "n_params": lm["dim"], "lambda_max": lmax, "lambda_min": lmin}}))
+             "lm_block": {"model": lm["name"], "n_params": lm["dim"], "lambda_max": lmax, "lambda_min": lmin}},
+    evidence={"query_points": int(len(big_exact["exact"])), "seeds": 1}))
 glue("c5_verdict", c5["verdict"], display=False)
 
 # %% [markdown]

@@ -27,6 +27,7 @@ it assembles the per-item recomputation); a change to any of them starts new sto
 
 from __future__ import annotations
 
+import random
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -42,7 +43,7 @@ from gnuq_core.repro import results_store
 from gnuq_core.repro.cache import cached
 from gnuq_core.stats import spearman_pair
 
-__all__ = ["STORE_CODE", "TOLERANCE", "exact_cases", "large_mlp", "lm_block", "query_indices"]
+__all__ = ["STORE_CODE", "TOLERANCE", "exact_cases", "large_mlp", "lm_block", "lanczos_prefix", "query_indices"]
 
 # Sources whose content defines the code version of chapter 03's stored items (the import
 # closure of this module, infrastructure excluded; tests/repro/test_store_code.py checks it).
@@ -73,15 +74,23 @@ def _plain(obj: Any) -> Any:
 
 
 def _items(kind: str, config: dict[str, Any], ids: Sequence[str], compute: Callable[[str], dict[str, Any]],
-           recompute: Callable[[str], dict[str, Any]], use_store: bool, verify: int,
-           progress: str) -> dict[str, dict[str, Any]]:
-    """id -> record, through the store (``use_store``) or straight from ``compute``."""
+           recompute: Callable[[str], dict[str, Any]], use_store: bool, verify: int, progress: str,
+           pool: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
+    """id -> record, through the store (``use_store``) or straight from ``compute``.
+
+    With the store, missing items are computed first; then ``verify`` items drawn at random
+    (fixed seed) from ``pool`` (default: all ``ids``) are recomputed from scratch and compared.
+    """
     if not use_store:
         return {i: _plain(compute(i)) for i in ids}
     rtol, atol = TOLERANCE[kind]
-    recs = results_store.run_stored(kind, {**config, "version": 1}, list(ids), lambda i: _plain(compute(i)),
-                                    recompute=lambda i: _plain(recompute(i)), code_files=STORE_CODE,
-                                    verify=verify, rtol=rtol, atol=atol, progress=progress)
+    kw = dict(recompute=lambda i: _plain(recompute(i)), code_files=STORE_CODE, rtol=rtol, atol=atol)
+    key = {**config, "version": 1}
+    recs = results_store.run_stored(kind, key, list(ids), lambda i: _plain(compute(i)), verify=0,
+                                    progress=progress, **kw)
+    if verify:  # everything is stored now: this call only reads and checks
+        results_store.run_stored(kind, key, list(pool if pool is not None else ids), lambda i: _plain(compute(i)),
+                                 verify=verify, **kw)
     return {r["id"]: r for r in recs}
 
 
@@ -89,11 +98,13 @@ def _items(kind: str, config: dict[str, Any], ids: Sequence[str], compute: Calla
 
 
 def exact_cases(widths: Sequence[int], *, seed: int, n_train: int, steps: int, weight_decay: float,
-                dampings: Sequence[float], n_grid: int, use_store: bool = False,
-                verify: int = 1) -> list[dict[str, Any]]:
+                dampings: Sequence[float], n_grid: int, use_store: bool = False, verify: int = 1,
+                verify_max_width: int | None = None) -> list[dict[str, Any]]:
     """:func:`damping.exact_case` per width (kind ``hessian_exact``), arrays as numpy arrays.
 
-    ``verify`` stored widths, drawn at random with a fixed seed, are recomputed from scratch.
+    ``verify`` stored widths, drawn at random with a fixed seed among those up to
+    ``verify_max_width`` (default: all), are recomputed from scratch. An exact spectrum
+    costs O(P³) with P ≈ w² parameters: width 96 takes minutes, width 64 a tenth of that.
     """
     cfg = dict(n_train=n_train, steps=steps, weight_decay=weight_decay, dampings=[float(d) for d in dampings],
                n_grid=n_grid)
@@ -105,8 +116,9 @@ def exact_cases(widths: Sequence[int], *, seed: int, n_train: int, steps: int, w
     def compute(i: str) -> dict[str, Any]:
         return cached("spectra_exact", {"width": by_id[i], "seed": seed, **cfg, "v": 1}, lambda: fresh(i))
 
+    pool = [i for i, w in by_id.items() if verify_max_width is None or w <= verify_max_width]
     recs = _items("hessian_exact", {"seed": seed, **cfg}, list(by_id), compute, fresh, use_store, verify,
-                  "exact spectra")
+                  "exact spectra", pool=pool)
     arrays = ("hess_eigs", "ggn_eigs", "exact", "isotropic")
     return [{k: np.asarray(v, dtype=float) if k in arrays else v for k, v in recs[i].items() if k != "id"}
             for i in by_id]
@@ -216,12 +228,47 @@ def large_mlp(width: int, *, seed: int, n_train: int, steps: int, weight_decay: 
 # ------------------------------------------------------------------ SLQ, LM block
 
 
+def lanczos_prefix(nodes: np.ndarray, weights: np.ndarray, steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """The first ``steps`` Lanczos coefficients (``alpha``, ``beta``) of the run whose quadrature
+    rule is ``(nodes, weights)``.
+
+    The rule is the eigendecomposition of the run's tridiagonal matrix ``T`` (nodes: its
+    eigenvalues, weights: the squared first components of its eigenvectors), so Lanczos on
+    ``diag(nodes)`` from ``sqrt(weights)`` rebuilds ``T``. A stored probe can so be checked
+    against the first steps of a run from scratch, which cost a fraction of the whole run.
+    """
+    nodes = np.asarray(nodes, dtype=float)
+    return spectra.lanczos(lambda v: nodes * v, np.sqrt(np.asarray(weights, dtype=float)), steps)
+
+
+def _check_prefix(kind: str, key: dict[str, Any], recs: dict[str, dict[str, Any]], ids: Sequence[str],
+                  verify: int, steps: int, fresh: Callable[[str, int], tuple[np.ndarray, np.ndarray]]) -> None:
+    """Recompute the first ``steps`` Lanczos steps of ``verify`` random probes (fixed seed) from
+    scratch and compare their coefficients with those of the stored rules."""
+    rtol, atol = TOLERANCE[kind]
+    for i in random.Random(0).sample(list(ids), min(verify, len(ids))):
+        a, b = lanczos_prefix(recs[i]["nodes"], recs[i]["weights"], steps)
+        fa, fb = fresh(i, steps)
+        scale = max(1.0, float(np.max(np.abs(recs[i]["nodes"]))))  # coefficients are on the spectrum's scale
+        diffs = results_store.compare({"alpha": a.tolist(), "beta": b.tolist()},
+                                      {"alpha": fa.tolist(), "beta": fb.tolist()}, rtol, atol * scale)
+        if diffs:
+            path = results_store.store_path(kind, key, results_store.code_version(STORE_CODE))
+            raise results_store.ResultsDisagree(
+                f"{path}: the first {steps} Lanczos steps of {i}, recomputed from scratch, differ from the stored "
+                f"rule's ({'; '.join(diffs[:5])}). The stored result is stale or the computation is not "
+                "deterministic: delete the file to recompute.")
+
+
 def lm_block(source: str, *, n_tokens: int, n_probes: int, m: int, seed: int, use_store: bool = False,
-             verify: int = 1) -> dict[str, Any]:
+             verify: int = 1, verify_steps: int | None = None) -> dict[str, Any]:
     """SLQ spectrum of the last block's Hessian (kind ``hessian_slq_lm``, one item per probe).
 
     ``verify`` stored probes (drawn at random with a fixed seed) are recomputed from
-    scratch: one model load and ``m`` Hessian-vector products each.
+    scratch: one model load and ``m`` Hessian-vector products each, or only the first
+    ``verify_steps`` Lanczos steps (their coefficients are compared with those of the
+    stored rule, :func:`lanczos_prefix`), which makes the check ``m / verify_steps``
+    times cheaper.
 
     Returns
     -------
@@ -250,9 +297,18 @@ def lm_block(source: str, *, n_tokens: int, n_probes: int, m: int, seed: int, us
         nodes, weights = spectra.slq_probe(op["matvec"], op["dim"], int(i.removeprefix("probe")), m=m, seed=seed)
         return {"nodes": nodes, "weights": weights, "dim": op["dim"], "loss": op["loss"]()}
 
+    def fresh_prefix(i: str, steps: int) -> tuple[np.ndarray, np.ndarray]:
+        op = lm_hessian.block_operator(source, n_tokens, seed=seed)
+        probe = spectra.rademacher_probe(op["dim"], seed, int(i.removeprefix("probe")))
+        return spectra.lanczos(op["matvec"], probe, steps)
+
     ids = [f"probe{k}" for k in range(n_probes)]
-    recs = _items("hessian_slq_lm", {"source": source, "tokens": n_tokens, "m": m, "seed": seed, "layer": -1},
-                  ids, compute, fresh, use_store, verify, "LM block (probes)")
+    config = {"source": source, "tokens": n_tokens, "m": m, "seed": seed, "layer": -1}
+    partial = bool(verify_steps) and verify_steps < m
+    recs = _items("hessian_slq_lm", config, ids, compute, fresh, use_store, 0 if partial else verify,
+                  "LM block (probes)")
+    if use_store and partial and verify:
+        _check_prefix("hessian_slq_lm", {**config, "version": 1}, recs, ids, verify, verify_steps, fresh_prefix)
     probes = [recs[i] for i in ids]
     res = spectra.SLQResult([np.asarray(p["nodes"], float) for p in probes],
                             [np.asarray(p["weights"], float) for p in probes], int(probes[0]["dim"]))

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from gnuq_core.isotropy import damping
+from gnuq_core.isotropy import spectra
 from gnuq_core.isotropy import stored
 from gnuq_core.repro import results_store
 from gnuq_core.repro.results_store import ResultsDisagree
@@ -87,3 +88,25 @@ def test_exact_cases_round_trip(store):
 
 def test_query_indices_are_evenly_spaced_grid_points():
     np.testing.assert_array_equal(stored.query_indices(3, 3), [0, 4, 8])
+
+
+def test_lanczos_prefix_rebuilds_the_runs_first_coefficients():
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((20, 20))
+    mv = lambda v, h=a + a.T: h @ v  # noqa: E731
+    alpha, beta = spectra.lanczos(mv, spectra.rademacher_probe(20, 0, 0), 8)
+    nodes, weights = spectra.slq_probe(mv, 20, 0, m=8, seed=0)
+    pa, pb = stored.lanczos_prefix(nodes, weights, 4)
+    np.testing.assert_allclose(pa, alpha[:4], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(pb, beta[:3], rtol=1e-9, atol=1e-12)
+
+
+def test_lm_block_partial_check_catches_a_changed_probe(store):
+    kw = dict(n_tokens=12, n_probes=2, m=4, seed=0)
+    first = stored.lm_block("tiny-random", use_store=True, verify=0, **kw)
+    again = stored.lm_block("tiny-random", use_store=True, verify=2, verify_steps=2, **kw)
+    np.testing.assert_array_equal(again["slq"].nodes[1], first["slq"].nodes[1])
+    (path,) = store.glob("hessian_slq_lm/*.jsonl")
+    _tamper(path, "probe1", "nodes")
+    with pytest.raises(ResultsDisagree, match="first 2 Lanczos steps of probe1"):
+        stored.lm_block("tiny-random", use_store=True, verify=2, verify_steps=2, **kw)
