@@ -101,7 +101,7 @@ def worst(df, mask=None):
 #
 # The Laplace baselines of chapters 04 and 05 are computed in JAX on a flat parameter vector
 # (`gnuq_core.bayes.laplace`), the parametrisation NUTS samples. Here the same MAP network is
-# copied into a float64 PyTorch MLP and given to laplace-torch 0.3 (Daxberger et al., *Laplace Redux*, 2021)
+# copied into a float64 PyTorch MLP and given to laplace-torch 0.3 {cite}`daxberger2021laplace`
 # (`Laplace(model, "classification" | "regression", subset_of_weights="all",
 # hessian_structure="full")`), with the same per-parameter prior precision (plain and
 # fan-in priors) and the same training set. For classification the copy outputs the logits
