@@ -10,6 +10,9 @@ probability as the answer to the question, in the model's own prompt format
 
 Random guessing gives MC1 ≈ 1/(number of choices) (about 0.2 on average) and a MC2 that
 depends on the share of true choices.
+
+`stored_mc_scores` keeps the per-question scores in the results store (``results/qa_mc/``):
+scoring every choice of 817 questions takes minutes per model, too long for the book's budget.
 """
 
 from __future__ import annotations
@@ -21,16 +24,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MCItem", "load_mc", "score_choices", "mc_scores"]
+__all__ = ["MCItem", "load_mc", "score_choices", "mc_scores", "STORE_CODE", "stored_mc_scores"]
 
 
 @dataclass(frozen=True)
 class MCItem:
-    """One multiple-choice question: ``mc1`` and ``mc2`` map choice text to 1 (true) / 0."""
+    """One multiple-choice question: ``mc1`` and ``mc2`` map choice text to 1 (true) / 0;
+    ``id`` is ``mc_<index in mc_task.json>``."""
 
     question: str
     mc1: dict[str, int]
     mc2: dict[str, int]
+    id: str = ""
 
 
 def load_mc(data_dir: str | Path | None = None) -> list[MCItem]:
@@ -58,7 +63,7 @@ def load_mc(data_dir: str | Path | None = None) -> list[MCItem]:
               and sum(r["mc2_targets"].values()) >= 1)
         if not ok:
             raise ValueError(f"{path}, item {i}: expected question, mc1_targets (one true), mc2_targets")
-        items.append(MCItem(r["question"].strip(), dict(r["mc1_targets"]), dict(r["mc2_targets"])))
+        items.append(MCItem(r["question"].strip(), dict(r["mc1_targets"]), dict(r["mc2_targets"]), f"mc_{i}"))
     return items
 
 
@@ -82,3 +87,28 @@ def mc_scores(model: Any, tokenizer: Any, item: MCItem, *, style: str) -> dict[s
     w = [math.exp(v - top) for v in m2]
     true_mass = sum(wi for wi, c in zip(w, item.mc2) if item.mc2[c] == 1) / sum(w)
     return {"mc1": float(item.mc1[best] == 1), "mc2": float(true_mass)}
+
+
+# Sources whose content defines the code version of stored MC scores.
+STORE_CODE = ["gnuq_core.qa.multiple_choice", "gnuq_core.lm.gradient", "gnuq_core.lm.decoding", "gnuq_core.lm.prompts",
+              "gnuq_core.lm.anatomy", "gnuq_core.lm.models",
+              "gnuq_core.estimators.core", "gnuq_core.estimators.hooks", "gnuq_core.qa.data"]
+
+
+def stored_mc_scores(loaded: Any, name: str, items: Sequence[MCItem], *, verify: int = 1,
+                     root: Path | None = None) -> list[dict[str, Any]]:
+    """`mc_scores` of ``items`` for the model ``loaded`` (alias ``name``) through the results store.
+
+    Stored questions are reused, missing ones computed and appended, and ``verify`` stored
+    ones recomputed and compared (relative 1e-4: forward passes in float32). Returns one
+    record ``{"id", "mc1", "mc2"}`` per item, in order.
+    """
+    from gnuq_core.repro.results_store import run_stored
+
+    if any(not it.id for it in items):
+        raise ValueError("MC items need their ids (load them with load_mc)")
+    by_id = {it.id: it for it in items}
+    config = {"model": name, "style": loaded.prompt_style}
+    return run_stored("qa_mc", config, list(by_id),
+                      lambda i: mc_scores(loaded.model, loaded.tokenizer, by_id[i], style=loaded.prompt_style),
+                      code_files=STORE_CODE, verify=verify, rtol=1e-4, atol=1e-6, root=root)

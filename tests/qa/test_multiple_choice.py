@@ -26,7 +26,7 @@ def _write(tmp_path, items):
 def test_load_mc_fixture(tmp_path):
     d = _write(tmp_path, [{"question": " Q? ", "mc1_targets": {"a": 1, "b": 0}, "mc2_targets": {"a": 1, "c": 1}}])
     items = load_mc(d)
-    assert items == [MCItem("Q?", {"a": 1, "b": 0}, {"a": 1, "c": 1})]
+    assert items == [MCItem("Q?", {"a": 1, "b": 0}, {"a": 1, "c": 1}, "mc_0")]
 
 
 def test_load_mc_rejects_two_true_mc1(tmp_path):
@@ -50,3 +50,25 @@ def test_mc_scores_on_a_tiny_model():
     s = mc_scores(tiny_llama(), byte_tokenizer(), MCItem("Q?", {"yes": 1, "no": 0}, {"yes": 1, "no": 0}),
                   style="chat")
     assert s["mc1"] in (0.0, 1.0) and 0.0 < s["mc2"] < 1.0
+
+
+def test_stored_mc_scores_are_computed_once_and_checked(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from gnuq_core.repro.results_store import ResultsDisagree
+
+    loaded = SimpleNamespace(model=tiny_llama(), tokenizer=byte_tokenizer(), prompt_style="chat")
+    items = [MCItem("Q?", {"yes": 1, "no": 0}, {"yes": 1, "no": 0}, "mc_0"),
+             MCItem("R?", {"a": 0, "b": 1}, {"a": 0, "b": 1}, "mc_1")]
+    first = truthfulqa_mc.stored_mc_scores(loaded, "tiny", items, verify=0, root=tmp_path)
+    assert [r["id"] for r in first] == ["mc_0", "mc_1"]
+    assert first[0]["mc2"] == pytest.approx(mc_scores(loaded.model, loaded.tokenizer, items[0], style="chat")["mc2"],
+                                            rel=1e-6)
+    calls = []
+    monkeypatch.setattr(truthfulqa_mc, "mc_scores", lambda *a, **k: calls.append(1) or {"mc1": 0.0, "mc2": 0.5})
+    again = truthfulqa_mc.stored_mc_scores(loaded, "tiny", items, verify=0, root=tmp_path)
+    assert again == first and not calls  # read back, nothing recomputed
+    with pytest.raises(ResultsDisagree):  # the sample check recomputes and compares
+        truthfulqa_mc.stored_mc_scores(loaded, "tiny", items, verify=1, root=tmp_path)
+    with pytest.raises(ValueError, match="need their ids"):
+        truthfulqa_mc.stored_mc_scores(loaded, "tiny", [MCItem("Q?", {"a": 1}, {"a": 1})], root=tmp_path)

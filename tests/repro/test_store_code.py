@@ -10,7 +10,7 @@ import pytest
 
 from gnuq_core.bayes import validation
 from gnuq_core.isotropy import stored
-from gnuq_core.qa import study
+from gnuq_core.qa import multiple_choice, study
 from gnuq_core.repro.results_store import module_file
 
 # Modules that move results around without computing them: the store itself, paths,
@@ -60,7 +60,8 @@ def closure(entries: list[str]) -> set[str]:
     (study.STORE_CODE, ["gnuq_core.qa.engine"]),
     (validation.STORE_CODE, ["gnuq_core.bayes.mcmc"]),
     (stored.STORE_CODE, ["gnuq_core.isotropy.stored"]),
-], ids=["qa", "nuts_reference", "hessian_spectra"])
+    (multiple_choice.STORE_CODE, ["gnuq_core.qa.multiple_choice"]),
+], ids=["qa", "nuts_reference", "hessian_spectra", "qa_mc"])
 def test_store_code_lists_every_computing_module(store_code, entries) -> None:
     missing = closure(entries) - set(store_code)
     assert not missing, f"add to the store's code list: {sorted(missing)}"
