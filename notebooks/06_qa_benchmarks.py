@@ -106,7 +106,8 @@ from gnuq_core.qa import transfer
 from gnuq_core.qa.data import load_qa
 from gnuq_core.lm.models import load_model
 from gnuq_core.repro.provenance import Provenance
-from gnuq_core.qa.multiple_choice import load_mc, mc_scores
+from gnuq_core.qa.multiple_choice import load_mc, mc_scores, stored_mc_scores
+from gnuq_core.repro.cache import cached
 
 warnings.filterwarnings("ignore", category=ConstantInputWarning)  # ρ of a constant column is NaN, shown as such
 prov = Provenance.start()
@@ -221,11 +222,12 @@ for name in models:
     costs[name]["mean_sampling"] = float(np.mean([r["timings"].get("sample", np.nan) + r["timings"].get("cluster", 0)
                                                   for d in DATASETS for r in runs[name, d]]))
     costs[name]["mean_p_true"] = float(np.mean([r["timings"]["p_true"] for d in DATASETS for r in runs[name, d]]))
-    mc_cfg = {"model": name, "questions": [m.question for m in mc_subset], "style": lm.prompt_style}
-    from gnuq_core.repro.cache import cached
-
-    mc = cached("qa_mc", mc_cfg, lambda lm=lm: [mc_scores(lm.model, lm.tokenizer, m, style=lm.prompt_style)
-                                                for m in mc_subset])
+    if use_results_store:  # per-question MC scores in results/qa_mc/ (a random stored one re-checked)
+        mc = stored_mc_scores(lm, name, mc_subset, verify=store_verify)
+    else:
+        mc_cfg = {"model": name, "questions": [m.question for m in mc_subset], "style": lm.prompt_style}
+        mc = cached("qa_mc", mc_cfg, lambda lm=lm: [mc_scores(lm.model, lm.tokenizer, m, style=lm.prompt_style)
+                                                    for m in mc_subset])
     mc_rows.append({"model": SHORT.get(name, name), "MC1": float(np.mean([m["mc1"] for m in mc])),
                     "MC2": float(np.mean([m["mc2"] for m in mc])), "questions": len(mc)})
     del lm
