@@ -13,9 +13,10 @@ Three kinds of stored items (``results/<kind>/<key>.jsonl``, see
 Small items make the build's from-scratch check cheap: re-checking one probe costs one
 training run (MLP) or one model load (LM) and ``m`` Hessian-vector products, not the
 whole spectrum. A probe recomputed alone gives the numbers of the full run
-(:func:`gnuq_core.isotropy.spectra.slq_probe`). Missing items are computed by the whole
-run (reading its local cache, :func:`gnuq_core.repro.cache.cached`, when it has one);
-the check always recomputes from scratch.
+(:func:`gnuq_core.isotropy.spectra.slq_probe`). Missing items are read from a whole run
+in the local cache (:func:`gnuq_core.repro.cache.cached`) when it has one, and otherwise
+computed one by one and appended as they come (one training run or model load per
+build), so a killed run resumes; the check always recomputes from scratch.
 
 Without the store (``use_store=False``: the quick and smoke profiles) the same functions
 return the same structures from the local cache alone, so nothing is written under
@@ -40,7 +41,8 @@ from gnuq_core.isotropy import proxy
 from gnuq_core.isotropy import spectra
 from gnuq_core.isotropy.damped import damped_quadratic_form
 from gnuq_core.repro import results_store
-from gnuq_core.repro.cache import cached
+from gnuq_core.repro.cache import cached, config_key
+from gnuq_core.repro.paths import cache_dir
 from gnuq_core.stats import spearman_pair
 
 __all__ = ["STORE_CODE", "TOLERANCE", "exact_cases", "large_mlp", "lm_block", "lanczos_prefix", "query_indices"]
@@ -136,37 +138,47 @@ def _slq_dict(res: spectra.SLQResult, k: int) -> dict[str, Any]:
     return {"nodes": res.nodes[k], "weights": res.weights[k], "dim": res.dim}
 
 
-def _mlp_fresh(width: int, seed: int, n_train: int, steps: int, weight_decay: float, m: int, n_grid: int,
-               idx: np.ndarray, item: str) -> dict[str, Any]:
-    """One item of the large MLP from scratch: train θ*, then one probe or one query.
+def _mlp_setup(width: int, seed: int, n_train: int, steps: int, weight_decay: float, n_grid: int,
+               idx: np.ndarray) -> dict[str, Any]:
+    """Train the large MLP from scratch and build what its items need: the Hessian and GGN
+    products, the queries' gradients and their exact (Woodbury) quadratic forms.
 
-    The same computation as :func:`damping.slq_case` (same training, probes drawn with
-    ``seed`` for the Hessian and ``seed + 1`` for the GGN, queries' gradients and exact
-    Woodbury values computed for the whole query batch)."""
+    The same computation as :func:`damping.slq_case` (same training; gradients and exact
+    values computed for the whole query batch)."""
     import jax.numpy as jnp
 
     x, y = proxy.sample_task(np.random.default_rng([seed, 0]), n_train)
     params = classifier.train(x, y, [width, width], seed=seed, steps=steps, weight_decay=weight_decay)
-    xs = jnp.asarray(x, jnp.float32)
-    gvp, dim = spectra.jax_ggn_vp(classifier.logit, params, xs)
-    if item.startswith(("hessian/", "ggn/")):
-        kind, probe = item.split("/")
-        k = int(probe.removeprefix("probe"))
-        if kind == "hessian":
-            op, _ = spectra.jax_hvp(lambda p: classifier.nll(p, xs, jnp.asarray(y, jnp.float32)), params)
-            nodes, weights = spectra.slq_probe(op, dim, k, m=m, seed=seed)
-        else:
-            nodes, weights = spectra.slq_probe(gvp, dim, k, m=m, seed=seed + 1)
-        return {"nodes": nodes, "weights": weights, "dim": dim}
-    j = int(item.removeprefix("query"))
-    pos = int(np.flatnonzero(idx == j)[0])
+    xs, ys = jnp.asarray(x, jnp.float32), jnp.asarray(y, jnp.float32)
+    hvp, dim = spectra.jax_hvp(lambda p: classifier.nll(p, xs, ys), params)
+    gvp, _ = spectra.jax_ggn_vp(classifier.logit, params, xs)
     gq = classifier.flat_grads(params, proxy.query_grid(n_grid, 4.0)[idx])
-    lam = weight_decay
     a = curvature.ggn_factor(classifier.jacobian_rows(params, x), classifier.predict_proba(params, x),
                              scale=1.0 / n_train)
-    exact = damped_quadratic_form(a, gq, lam, method="woodbury")
-    lanczos = spectra.lanczos_quadratic_form(gvp, gq[pos], lambda t: 1 / (np.clip(t, 0, None) + lam), m)
-    return {"exact": exact[pos], "lanczos": lanczos, "isotropic": float((gq[pos] ** 2).sum() / lam)}
+    return {"hessian": hvp, "ggn": gvp, "dim": dim, "gq": gq,
+            "exact": damped_quadratic_form(a, gq, weight_decay, method="woodbury")}
+
+
+def _mlp_item(setup: dict[str, Any], item: str, seed: int, m: int, weight_decay: float,
+              idx: np.ndarray) -> dict[str, Any]:
+    """One item of the large MLP: probe ``k`` of the Hessian (probes drawn with ``seed``) or
+    the GGN (``seed + 1``), or one query's quadratic forms."""
+    if item.startswith(("hessian/", "ggn/")):
+        kind, probe = item.split("/")
+        nodes, weights = spectra.slq_probe(setup[kind], setup["dim"], int(probe.removeprefix("probe")), m=m,
+                                           seed=seed if kind == "hessian" else seed + 1)
+        return {"nodes": nodes, "weights": weights, "dim": setup["dim"]}
+    pos = int(np.flatnonzero(idx == int(item.removeprefix("query")))[0])
+    g, lam = setup["gq"][pos], weight_decay
+    lanczos = spectra.lanczos_quadratic_form(setup["ggn"], g, lambda t: 1 / (np.clip(t, 0, None) + lam), m)
+    return {"exact": setup["exact"][pos], "lanczos": lanczos, "isotropic": float((g ** 2).sum() / lam)}
+
+
+def _local(kind: str, config: dict[str, Any]) -> Any | None:
+    """The local cache's entry for ``config`` if there is one (:func:`gnuq_core.repro.cache.cached`)."""
+    if not (cache_dir() / kind / f"{config_key(config)}.pkl").exists():
+        return None
+    return cached(kind, config, lambda: None)
 
 
 def large_mlp(width: int, *, seed: int, n_train: int, steps: int, weight_decay: float, n_probes: int, m: int,
@@ -186,16 +198,26 @@ def large_mlp(width: int, *, seed: int, n_train: int, steps: int, weight_decay: 
     ids = ([f"hessian/probe{k}" for k in range(n_probes)] + [f"ggn/probe{k}" for k in range(n_probes)]
            + [f"query{j}" for j in idx])
 
-    def whole() -> dict[str, Any]:
-        return cached("spectra_slq_mlp", {"width": width, "seed": seed, "n_train": n_train, "steps": steps,
-                                          "wd": weight_decay, "probes": n_probes, "m": m, "n_query": n_query,
-                                          "n_grid": n_grid, "v": 2},
-                      lambda: damping.slq_case(width, seed=seed, n_train=n_train, steps=steps,
-                                               weight_decay=weight_decay, n_probes=n_probes, m=m,
-                                               n_query=n_query, m_query=m, n_grid=n_grid))
+    memo: dict[str, Any] = {}
 
     def compute(i: str) -> dict[str, Any]:
-        res = whole()
+        # a whole run in the local cache (a previous build without the store) is read back;
+        # otherwise item by item (one training run per call), so a killed run resumes
+        res = _local("spectra_slq_mlp", {"width": width, "seed": seed, "n_train": n_train, "steps": steps,
+                                         "wd": weight_decay, "probes": n_probes, "m": m, "n_query": n_query,
+                                         "n_grid": n_grid, "v": 2}) if use_store else None
+        if res is None and use_store:
+            if "setup" not in memo:
+                memo["setup"] = _mlp_setup(width, seed, n_train, steps, weight_decay, n_grid, idx)
+            return _mlp_item(memo["setup"], i, seed, m, weight_decay, idx)
+        if res is None:
+            res = memo.setdefault("whole", cached(
+                "spectra_slq_mlp", {"width": width, "seed": seed, "n_train": n_train, "steps": steps,
+                                    "wd": weight_decay, "probes": n_probes, "m": m, "n_query": n_query,
+                                    "n_grid": n_grid, "v": 2},
+                lambda: damping.slq_case(width, seed=seed, n_train=n_train, steps=steps,
+                                         weight_decay=weight_decay, n_probes=n_probes, m=m,
+                                         n_query=n_query, m_query=m, n_grid=n_grid)))
         if i.startswith(("hessian/", "ggn/")):
             kind, probe = i.split("/")
             return _slq_dict(res[kind], int(probe.removeprefix("probe")))
@@ -205,7 +227,8 @@ def large_mlp(width: int, *, seed: int, n_train: int, steps: int, weight_decay: 
     config = {"width": width, "seed": seed, "n_train": n_train, "steps": steps, "weight_decay": weight_decay,
               "m": m, "n_grid": n_grid}
     recs = _items("hessian_slq_mlp", config, ids, compute,
-                  lambda i: _mlp_fresh(width, seed, n_train, steps, weight_decay, m, n_grid, idx, i),
+                  lambda i: _mlp_item(_mlp_setup(width, seed, n_train, steps, weight_decay, n_grid, idx), i, seed, m,
+                                      weight_decay, idx),
                   use_store, verify, "large MLP (probes, queries)")
 
     def slq_result(kind: str) -> spectra.SLQResult:
@@ -284,18 +307,27 @@ def lm_block(source: str, *, n_tokens: int, n_probes: int, m: int, seed: int, us
         res = spectra.slq(op["matvec"], op["dim"], n_probes=n_probes, m=m, seed=seed)
         return {"slq": res, "dim": op["dim"], "loss": op["loss"](), "name": op["name"], "n_layers": op["n_layers"]}
 
-    def whole() -> dict[str, Any]:
-        return cached("spectra_slq_lm", {"source": source, "tokens": n_tokens, "probes": n_probes, "m": m,
-                                         "seed": seed, "v": 1}, run)
+    local = {"source": source, "tokens": n_tokens, "probes": n_probes, "m": m, "seed": seed, "v": 1}
+    memo: dict[str, Any] = {}
+
+    def probe(op: dict[str, Any], i: str) -> dict[str, Any]:
+        nodes, weights = spectra.slq_probe(op["matvec"], op["dim"], int(i.removeprefix("probe")), m=m, seed=seed)
+        return {"nodes": nodes, "weights": weights, "dim": op["dim"], "loss": op["loss"]()}
 
     def compute(i: str) -> dict[str, Any]:
-        res = whole()
+        # a whole run in the local cache is read back; with the store, missing probes are
+        # otherwise computed one by one (one model load per build), so a killed run resumes
+        res = _local("spectra_slq_lm", local)
+        if res is None and use_store:
+            if "op" not in memo:
+                memo["op"] = lm_hessian.block_operator(source, n_tokens, seed=seed)
+            return probe(memo["op"], i)
+        if res is None:
+            res = memo.setdefault("whole", cached("spectra_slq_lm", local, run))
         return {**_slq_dict(res["slq"], int(i.removeprefix("probe"))), "loss": res["loss"]}
 
     def fresh(i: str) -> dict[str, Any]:
-        op = lm_hessian.block_operator(source, n_tokens, seed=seed)
-        nodes, weights = spectra.slq_probe(op["matvec"], op["dim"], int(i.removeprefix("probe")), m=m, seed=seed)
-        return {"nodes": nodes, "weights": weights, "dim": op["dim"], "loss": op["loss"]()}
+        return probe(lm_hessian.block_operator(source, n_tokens, seed=seed), i)
 
     def fresh_prefix(i: str, steps: int) -> tuple[np.ndarray, np.ndarray]:
         op = lm_hessian.block_operator(source, n_tokens, seed=seed)
