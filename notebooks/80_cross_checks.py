@@ -11,7 +11,7 @@
 # ---
 
 # %% [markdown]
-# # Cross-checks against other implementations
+# # Cross-checks with other libraries
 #
 # Every number in this book is computed by the project's own code, and its tests mostly
 # check that code against itself (a dense `eigh`, exactness on a linear-Gaussian model). A
