@@ -789,12 +789,17 @@ for key, entry in (("C6", e6), ("C7", e7), ("C9", e9)):
     ev = entry["evidence"]
     evidence_rows.append({"claim": key, "models": ev.get("models", ev.get("transfers")),
                           "correct": ev["correct"], "wrong": ev["wrong"], "width": entry["width"],
-                          "gate": "passed" if entry["gate"]["passed"] else entry["gate"]["reason"]})
+                          "gate": "passed" if entry["gate"]["passed"] else "failed"})
 display(book.table(pd.DataFrame(evidence_rows),
                    {"claim": "claim", "models": ("models (C9: transfers) used", "d"),
                     "correct": ("fewest correct answers", "d"), "wrong": ("fewest wrong answers", "d"),
                     "width": ("interval width", ".3f"), "gate": "evidence gate"},
                    caption="The evidence behind each QA verdict"))
+gate_reasons = [f"- **{key}**: {entry['gate']['reason']}." for key, entry in (("C6", e6), ("C7", e7), ("C9", e9))
+                if not entry["gate"]["passed"]]
+glue("qa_gate_reasons", Markdown("Every QA claim passed its evidence gate." if not gate_reasons else
+                                 "Why a gate failed (the verdict is then *inconclusive*):\n\n" + "\n".join(gate_reasons)),
+     display=False)
 dropped = {f"{SHORT.get(n, n)} on {NAMES[headline.CLAIM_SCORES[c][0]]}": why
            for c, e in (("C6", e6), ("C7", e7)) for n, why in e["details"]["dropped"].items()}
 glue("qa_dropped", Markdown(
@@ -804,11 +809,14 @@ glue("qa_dropped", Markdown(
 diff_rows = []
 for key, entry in (("C6", e6), ("C7", e7)):
     best = entry["details"]["best_method"]
+    measured = entry["evidence"]["models"] > 0  # else the details hold placeholders, not differences
     for other, (dv, lo, hi) in entry["details"]["differences"].items():
         diff_rows.append({"claim": key, "difference": f"{score_name(best)} − {score_name(other)}",
-                          "value": dv, "CI": ci_text(lo, hi)})
+                          "value": dv if measured else np.nan, "CI": ci_text(lo, hi) if measured else "—"})
 display(book.table(pd.DataFrame(diff_rows), {"claim": "claim", "difference": "AUROC difference",
-                                             "value": ("mean over models", "+.3f"), "CI": ("95% CI (paired)", "", True)},
+                                             "value": ("mean over models",
+                                                       lambda v: f"{v:+.3f}" if np.isfinite(v) else "—"),
+                                             "CI": ("95% CI (paired)", "", True)},
                    caption="Paired AUROC differences: the claimed best method minus each other method"))
 c9_diff = e9["details"]["difference"]
 glue("c9_diff", float(c9_diff[0]), display=False)
@@ -816,6 +824,8 @@ glue("c9_diff_lo", float(c9_diff[1]), display=False)
 glue("c9_diff_hi", float(c9_diff[2]), display=False)
 
 # %% [markdown]
+# {glue:md}`qa_gate_reasons`
+#
 # The table lists each method's mean AUROC over the models with its interval (the last
 # three rows are the decomposition scores, not part of the claims). One contrast to read
 # off it: on TriviaQA the gradient term alone, $\lVert\nabla\log p\rVert^2$, reaches
