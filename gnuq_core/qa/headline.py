@@ -20,7 +20,7 @@ The methods a claim compares are the registry's (`gnuq_core.qa.scores.names(clai
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -62,19 +62,37 @@ def mean_auroc_over_models(tables: Iterable[Any], score: str, *, min_per_class: 
         NaN if any model lacks the score (a pass that did not run) or no model counts.
     """
     scores.get(score)
+
+    def one_model(y: np.ndarray, t: Any) -> tuple[float, np.ndarray]:
+        s = t[score].to_numpy(float)
+        return _auroc.auroc(y, s), _auroc.bootstrap_replicates(y, s, n_boot=n_boot, seed=seed)
+
+    return _mean_over_models(tables, (score,), one_model, min_per_class)
+
+
+def _mean_over_models(tables: Iterable[Any], columns: Sequence[str],
+                      one_model: Callable[[np.ndarray, Any], tuple[float, np.ndarray]],
+                      min_per_class: int) -> Interval:
+    """Mean over the models that count of ``one_model(incorrect, table) -> (point, replicates)``,
+    with the 95% percentile interval of the averaged replicates (widened to the point).
+
+    NaN if any model lacks one of ``columns`` (a pass that did not run) or no model has
+    ``min_per_class`` correct and wrong answers. A replicate undefined in some model (one
+    class only in its resample) is dropped.
+    """
     points, reps = [], []
     for t in tables:
-        if t[score].isna().any():
+        if any(t[c].isna().any() for c in columns):
             return _NAN3
         n_wrong = int(t["incorrect"].sum())
         if min(n_wrong, len(t) - n_wrong) < min_per_class:
             continue
-        y, s = t["incorrect"].to_numpy(float), t[score].to_numpy(float)
-        reps.append(_auroc.bootstrap_replicates(y, s, n_boot=n_boot, seed=seed))
-        points.append(_auroc.auroc(y, s))
+        point, rep = one_model(t["incorrect"].to_numpy(float), t)
+        points.append(point)
+        reps.append(rep)
     if not reps:
         return _NAN3
-    rep = np.mean(reps, axis=0)  # a resample with one class in some model is dropped below
+    rep = np.mean(reps, axis=0)
     rep = rep[np.isfinite(rep)]
     lo, hi = np.quantile(rep, [0.025, 0.975])
     p = float(np.mean(points))
@@ -102,25 +120,14 @@ def mean_difference_over_models(tables: Iterable[Any], a: str, b: str, *, min_pe
     is that of the difference, not of two independent AUROCs; the models' replicates are
     averaged as in `mean_auroc_over_models`. NaN where a score is missing or no model counts.
     """
-    points, reps = [], []
-    for t in tables:
-        if t[a].isna().any() or t[b].isna().any():
-            return _NAN3
-        n_wrong = int(t["incorrect"].sum())
-        if min(n_wrong, len(t) - n_wrong) < min_per_class:
-            continue
-        y = t["incorrect"].to_numpy(float)
-        ra = _auroc.bootstrap_replicates(y, t[a].to_numpy(float), n_boot=n_boot, seed=seed)
-        rb = _auroc.bootstrap_replicates(y, t[b].to_numpy(float), n_boot=n_boot, seed=seed)
-        reps.append(ra - rb)
-        points.append(_auroc.auroc(y, t[a]) - _auroc.auroc(y, t[b]))
-    if not reps:
-        return _NAN3
-    rep = np.mean(reps, axis=0)
-    rep = rep[np.isfinite(rep)]
-    lo, hi = np.quantile(rep, [0.025, 0.975])
-    p = float(np.mean(points))
-    return p, float(min(lo, p)), float(max(hi, p))
+
+    def one_model(y: np.ndarray, t: Any) -> tuple[float, np.ndarray]:
+        sa, sb = t[a].to_numpy(float), t[b].to_numpy(float)
+        reps = (_auroc.bootstrap_replicates(y, sa, n_boot=n_boot, seed=seed)
+                - _auroc.bootstrap_replicates(y, sb, n_boot=n_boot, seed=seed))
+        return _auroc.auroc(y, sa) - _auroc.auroc(y, sb), reps
+
+    return _mean_over_models(tables, (a, b), one_model, min_per_class)
 
 
 def counts(tables: Mapping[str, Any], min_per_class: int) -> tuple[dict[str, int], dict[str, str]]:
