@@ -19,7 +19,7 @@ query-point bootstraps above leave out.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -394,6 +394,18 @@ def _check_levels(n: int, levels: Sequence[np.ndarray], resample: Sequence[bool]
     return res
 
 
+def _hierarchical_draws(values: np.ndarray, boots: Sequence[np.ndarray] | None, levels: Sequence[np.ndarray],
+                        resample: Sequence[bool], n_boot: int, seed: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """``n_boot`` hierarchical resamples: per replicate, the drawn item indices
+    (:func:`hierarchical_indices`) and the drawn values, each value replaced by a random
+    one of its own replicates when ``boots`` is given (one random stream, seeded)."""
+    rng = np.random.default_rng(seed)
+    bs = None if boots is None else [np.asarray(b, float) for b in boots]
+    for _ in range(n_boot):
+        idx = hierarchical_indices(levels, resample, rng)
+        yield idx, values[idx] if bs is None else np.array([bs[i][rng.integers(bs[i].size)] for i in idx])
+
+
 def hierarchical_bootstrap(values: Sequence[float], boots: Sequence[np.ndarray] | None, levels: Sequence[np.ndarray],
                            resample: Sequence[bool] | None = None, how: str = "median", n_boot: int = 2000,
                            seed: int = 0, level: float = 0.95) -> tuple[float, tuple[float, float], np.ndarray]:
@@ -435,13 +447,8 @@ def hierarchical_bootstrap(values: Sequence[float], boots: Sequence[np.ndarray] 
     res = _check_levels(v.size, levels, resample, boots)
     agg = {"median": np.median, "mean": np.mean}[how]
     point = float(agg(v))
-    rng = np.random.default_rng(seed)
-    bs = None if boots is None else [np.asarray(b, float) for b in boots]
-    reps = np.empty(n_boot)
-    for r in range(n_boot):
-        idx = hierarchical_indices(levels, res, rng)
-        drawn = v[idx] if bs is None else np.array([bs[i][rng.integers(bs[i].size)] for i in idx])
-        reps[r] = agg(drawn[np.isfinite(drawn)]) if np.isfinite(drawn).any() else np.nan
+    reps = np.array([agg(drawn[np.isfinite(drawn)]) if np.isfinite(drawn).any() else np.nan
+                     for _, drawn in _hierarchical_draws(v, boots, levels, res, n_boot, seed)])
     return point, percentile_interval(reps, level, point=point), reps
 
 
@@ -465,12 +472,6 @@ def hierarchical_trend(x: np.ndarray, y: np.ndarray, levels: Sequence[np.ndarray
     x, y = np.asarray(x, float), np.asarray(y, float)
     res = _check_levels(y.size, levels, resample, boots)
     slope, icpt = _ols(x, y)
-    rng = np.random.default_rng(seed)
-    bs = None if boots is None else [np.asarray(b, float) for b in boots]
-    reps = np.empty(n_boot)
-    for r in range(n_boot):
-        idx = hierarchical_indices(levels, res, rng)
-        yy = y[idx] if bs is None else np.array([bs[i][rng.integers(bs[i].size)] for i in idx])
-        reps[r] = _ols(x[idx], yy)[0]
+    reps = np.array([_ols(x[idx], yy)[0] for idx, yy in _hierarchical_draws(y, boots, levels, res, n_boot, seed)])
     lo, hi = percentile_interval(reps, level, point=slope)
     return Trend(slope, (lo, hi), icpt, int(y.size), int(np.unique(np.asarray(levels[0])).size))

@@ -226,34 +226,22 @@ def lm_block_hvp(model: Any, input_ids: list[int], *, layer: int = -1, n_vectors
                  label: str = "") -> Any:
     """Agreement rows: :func:`~gnuq_core.isotropy.lm_hessian.block_hvp` vs ``torch.autograd.functional.hvp``.
 
-    The reference recomputes the block's input with its own forward pre-hook and
+    Both take the block's inputs from :func:`~gnuq_core.isotropy.lm_hessian.block_inputs`
+    (what is checked is the Hessian-vector product, not the capture); the reference
     differentiates the same loss (mean next-token cross-entropy, the block's parameters
     only) through ``torch.func.functional_call``. ``model`` is left with eager attention
     and its parameters' ``requires_grad`` set by ``block_hvp``.
     """
     import torch
 
-    from gnuq_core.isotropy.lm_hessian import block_hvp
+    from gnuq_core.isotropy.lm_hessian import block_hvp, block_inputs
 
     matvec, dim, _ = block_hvp(model, input_ids, layer=layer)
     block = model.model.layers[layer]
     names = [n for n, _ in block.named_parameters()]
     params = tuple(p.detach() for _, p in block.named_parameters())
-    captured: dict[str, Any] = {}
-
-    def hook(_module: Any, args: tuple, kwargs: dict) -> None:
-        captured["args"], captured["kwargs"] = args, kwargs
-
+    args, kwargs = block_inputs(model, input_ids, layer)
     ids = torch.tensor([input_ids])
-    handle = block.register_forward_pre_hook(hook, with_kwargs=True)
-    try:
-        with torch.no_grad():
-            model(input_ids=ids, use_cache=False)
-    finally:
-        handle.remove()
-    args = tuple(a.detach() if torch.is_tensor(a) else a for a in captured["args"])
-    kwargs = {k: (v.detach() if torch.is_tensor(v) else v) for k, v in captured["kwargs"].items()
-              if k not in ("past_key_values", "past_key_value")}
 
     def loss(*ps: torch.Tensor) -> torch.Tensor:
         out = torch.func.functional_call(block, dict(zip(names, ps)), args, kwargs)

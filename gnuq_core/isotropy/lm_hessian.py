@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from gnuq_core.isotropy.spectra import MatVec, torch_hvp
 
-__all__ = ["tiny_random_llama", "load_smollm2", "text_token_ids", "block_hvp", "block_operator", "SOURCES"]
+__all__ = ["tiny_random_llama", "load_smollm2", "text_token_ids", "block_inputs", "block_hvp", "block_operator", "SOURCES"]
 
 # Models the chapter's LM block can come from: source -> name shown in the book.
 SOURCES = {"smollm2": "SmolLM2-135M-Instruct", "tiny-random": "tiny random Llama (smoke test)"}
@@ -49,6 +49,33 @@ def text_token_ids(tokenizer: Any, texts: list[str], n_tokens: int) -> list[int]
     return ids[:n_tokens]
 
 
+def block_inputs(model: Any, input_ids: list[int], layer: int = -1) -> tuple[tuple, dict[str, Any]]:
+    """The positional and keyword inputs decoder block ``layer`` receives for ``input_ids``.
+
+    One no-grad forward pass with a pre-hook on the block; tensors are detached and the KV
+    cache arguments dropped, so the block can be called again on exactly these inputs
+    (``block(*args, **kwargs)``) as a function of its own parameters only.
+    """
+    import torch
+
+    block = model.model.layers[layer]
+    captured: dict[str, Any] = {}
+
+    def hook(_module: Any, args: tuple, kwargs: dict) -> None:
+        captured["args"], captured["kwargs"] = args, kwargs
+
+    handle = block.register_forward_pre_hook(hook, with_kwargs=True)
+    try:
+        with torch.no_grad():
+            model(input_ids=torch.tensor([input_ids]), use_cache=False)
+    finally:
+        handle.remove()
+    args = tuple(a.detach() if torch.is_tensor(a) else a for a in captured["args"])
+    kwargs = {k: (v.detach() if torch.is_tensor(v) else v) for k, v in captured["kwargs"].items()
+              if k not in ("past_key_values", "past_key_value")}
+    return args, kwargs
+
+
 def block_hvp(model: Any, input_ids: list[int], layer: int = -1) -> tuple[MatVec, int, Callable[[], float]]:
     """Hessian-vector product of the mean next-token NLL w.r.t. block ``layer``'s parameters.
 
@@ -74,24 +101,9 @@ def block_hvp(model: Any, input_ids: list[int], layer: int = -1) -> tuple[MatVec
         model.set_attn_implementation("eager")
     else:  # pragma: no cover - older transformers
         model.config._attn_implementation = "eager"
-    blocks = model.model.layers
-    block = blocks[layer]
-    captured: dict[str, Any] = {}
-
-    def hook(_module: Any, args: tuple, kwargs: dict) -> None:
-        captured["args"], captured["kwargs"] = args, kwargs
-
+    block = model.model.layers[layer]
+    args, kwargs = block_inputs(model, input_ids, layer)
     ids = torch.tensor([input_ids])
-    handle = block.register_forward_pre_hook(hook, with_kwargs=True)
-    try:
-        with torch.no_grad():
-            model(input_ids=ids, use_cache=False)
-    finally:
-        handle.remove()
-    args = tuple(a.detach() if torch.is_tensor(a) else a for a in captured["args"])
-    kwargs = {k: (v.detach() if torch.is_tensor(v) else v) for k, v in captured["kwargs"].items()}
-    kwargs.pop("past_key_values", None)
-    kwargs.pop("past_key_value", None)
     for p in model.parameters():
         p.requires_grad_(False)
     params = [p for p in block.parameters()]
