@@ -85,7 +85,8 @@ target_accept_reg = 0.95
 n_restarts = 3
 n_boot = 500
 use_results_store = False
-store_verify = 2
+store_verify = 2  # stored NUTS references and stored local estimates recomputed from scratch (each)
+store_verify_max_seconds = 300  # the references re-sampled are drawn among those that took at most this long
 
 # %% tags=["remove-cell"]
 from gnuq_core.repro.provenance import Provenance
@@ -113,7 +114,8 @@ from gnuq_core.repro import display as book
 from gnuq_core.repro.claims import (C1_MIN_RHO, C3_MIN_DIFFERENCE, SETTING_FAILS_BEYOND, SETTING_WORKS_WITHIN,
                                     Measurement, judge, record)
 from gnuq_core.bayes.mcmc import NutsSettings
-from gnuq_core.bayes.validation import PAPER_ESTIMATE, Setting, evaluate, setting_id, stored_references
+from gnuq_core.bayes.validation import (PAPER_ESTIMATE, Setting, evaluate, setting_id, stored_local_estimates,
+                                        stored_references)
 
 book.use_book_style()
 seeds = list(range(seed, seed + n_seeds))
@@ -136,17 +138,33 @@ settings = {
 # (keeping the best), run NUTS with chains started from prior draws, and evaluate everything on two
 # query sets: `in` (fresh points from the data distribution) and `grid` (a wide grid reaching far
 # from the data). NUTS draws and MAP fits are cached on disk by their full configuration, so a
-# rebuild reads them back. With `use_results_store` (the full profile) the NUTS summaries come from
-# the repository's results store instead: stored ones are reused, missing ones sampled and added,
-# and a random few are sampled again from scratch and must agree with what is stored.
+# rebuild reads them back.
 
 # %%
 runs = {}
 jobs = {(t, s): Setting(settings[t]["problem"], settings[t]["data"], model, settings[t]["nuts"], seed=s,
                         n_restarts=n_restarts) for t in settings for s in seeds}
-refs = stored_references(list(jobs.values()), verify=store_verify) if use_results_store else {}
+refs = (stored_references(list(jobs.values()), verify=store_verify, verify_max_seconds=store_verify_max_seconds)
+        if use_results_store else {})
+local = stored_local_estimates(list(jobs.values()), verify=store_verify) if use_results_store else {}
+n_checkable = sum(r["timings"]["wall_s"] <= store_verify_max_seconds for r in refs.values())
+glue("store_words", (
+    "The NUTS summaries and the MAP fits with their local estimates are read from the repository's results "
+    "store (results/nuts_reference and results/local_estimates, keyed by the configuration and the source of "
+    "the code that computes them); missing ones are computed and added. To check the store, "
+    f"{store_verify} stored item{'s' if store_verify != 1 else ''} of each kind, drawn at random with a fixed "
+    f"seed, {'are' if store_verify != 1 else 'is'} recomputed from scratch in this build (NUTS sampled again, "
+    "the MAP fitted again) and must agree with what is stored to a relative 1e-4. The references sampled "
+    f"again are drawn among the {n_checkable} of these {len(refs)} that took at most "
+    f"{store_verify_max_seconds:g} s to sample when they were stored (the largest took "
+    f"{max(r['timings']['wall_s'] for r in refs.values()) / 60:.0f} minutes, longer than this whole build may take)."
+    if use_results_store else
+    "NUTS draws and MAP fits are computed in this build (or read back from the local cache of a previous run "
+    "with the same configuration); the paper edition reads them from the repository's results store instead, "
+    "and recomputes a random few from scratch."), display=False)
 for (task, s), setting in tqdm(jobs.items(), desc="settings"):
-    runs[task, s] = evaluate(setting, reference_summary=refs.get(setting_id(setting)))
+    runs[task, s] = evaluate(setting, reference_summary=refs.get(setting_id(setting)),
+                             local=local.get(setting_id(setting)))
 n_params_cls = runs["classification", seeds[0]]["n_params"]
 n_params_reg = runs["regression", seeds[0]]["n_params"]
 glue("n_params_cls", n_params_cls, display=False)
@@ -155,6 +173,7 @@ glue("n_params_reg", n_params_reg, display=False)
 # %% [markdown]
 # The classifier has {glue:text}`n_params_cls` parameters and the regression network
 # {glue:text}`n_params_reg`; both are small enough for the exact Hessian.
+# {glue:text}`store_words`
 #
 # ## Is the reference trustworthy?
 #

@@ -46,6 +46,7 @@ from gnuq_core.isotropy.damped import kernel_residual
 from gnuq_core.isotropy.mlp import jacobian_rows
 
 __all__ = ["jacobian", "hessian_nll", "ggn", "estimates", "posterior_precisions", "glm_predictive_variance",
+           "with_probability_space",
            "EXACT_HESSIAN_MAX_PARAMS"]
 
 EXACT_HESSIAN_MAX_PARAMS = 5000  # above this the (P, P) matrices are not formed
@@ -220,17 +221,39 @@ def estimates(cfg: MLPConfig, theta: np.ndarray, data_x: np.ndarray, data_y: np.
         prec = posterior_precisions(cfg, theta, data_x, data_y)
         for name in ("laplace", "ggn", "diag"):
             out[f"{name}_f"] = _quad_inv(prec[name], J)
-    f = np.asarray(x64(lambda: forward(cfg, jnp.asarray(theta), jnp.asarray(xs)))())
-    out["f"] = f
-    if cfg.task == "classification":
-        p = 1.0 / (1.0 + np.exp(-f))
-        s2 = (p * (1 - p)) ** 2
-        for k in [k for k in out if k.endswith("_f")]:
-            out[k[:-2] + "_p"] = s2 * out[k]
-        if laplace:  # the GLM predictive: Var[σ(f)] with f ~ N(f*, gᵀΣg), no second linearisation
-            for name in ("laplace", "ggn"):
-                out[f"{name}_glm_p"] = glm_predictive_variance(f, out[f"{name}_f"])
-        out.update(p=p, aleatoric=p * (1 - p), sigmoid_sq=s2)
+    out["f"] = np.asarray(x64(lambda: forward(cfg, jnp.asarray(theta), jnp.asarray(xs)))())
+    return with_probability_space(cfg.task, out)
+
+
+def with_probability_space(task: str, logit_space: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The logit-space estimates plus everything :func:`estimates` derives from them.
+
+    Parameters
+    ----------
+    task : {"classification", "regression"}
+        Regression has no probability space: the estimates come back unchanged.
+    logit_space : dict of numpy.ndarray
+        ``f`` and the ``<name>_f`` estimates (what the results store keeps).
+
+    Returns
+    -------
+    dict of numpy.ndarray
+        For classification also ``<name>_p`` = (p(1−p))² × ``<name>_f`` (the delta method),
+        the GLM predictives ``laplace_glm_p`` and ``ggn_glm_p`` when their ``_f`` is there,
+        ``p``, ``aleatoric`` = p(1−p) and ``sigmoid_sq`` = (p(1−p))².
+    """
+    out = dict(logit_space)
+    if task != "classification":
+        return out
+    f = out["f"]
+    p = 1.0 / (1.0 + np.exp(-f))
+    s2 = (p * (1 - p)) ** 2
+    for k in [k for k in out if k.endswith("_f")]:
+        out[k[:-2] + "_p"] = s2 * out[k]
+    for name in ("laplace", "ggn"):  # the GLM predictive: Var[σ(f)] with f ~ N(f*, gᵀΣg), no second linearisation
+        if f"{name}_f" in out:
+            out[f"{name}_glm_p"] = glm_predictive_variance(f, out[f"{name}_f"])
+    out.update(p=p, aleatoric=p * (1 - p), sigmoid_sq=s2)
     return out
 
 

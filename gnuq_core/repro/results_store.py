@@ -113,7 +113,8 @@ def run_stored(kind: str, config: dict[str, Any], ids: Sequence[str], compute: C
                ignore: Sequence[str] = ("seconds", "timings"),
                recompute: Callable[[str], dict[str, Any]] | None = None,
                progress: str | None = None, digits: int | None = 7,
-               world: World | None = None, compute_missing: bool = True) -> list[dict[str, Any]]:
+               world: World | None = None, compute_missing: bool = True,
+               verify_among: Callable[[dict[str, Any]], bool] | None = None) -> list[dict[str, Any]]:
     """Results for ``ids``: stored ones are reused (and a sample re-checked), missing ones computed.
 
     Parameters
@@ -144,6 +145,9 @@ def run_stored(kind: str, config: dict[str, Any], ids: Sequence[str], compute: C
         missing ids at positions ≡ rank (mod size) of ``ids`` into its own shard; rank 0
         alone checks the ``verify`` sample; at the end all ranks wait, rank 0 merges the
         shards, and every rank returns all records it can read. Default: one process.
+    verify_among : callable, optional
+        ``stored record -> bool``: draw the ``verify`` sample only from the stored items it
+        accepts (e.g. those whose recorded cost fits a build's time budget). Default: all.
     compute_missing : bool
         ``False`` reads only: what is stored is returned (and its sample checked), nothing is
         computed or written (a build that must fit a time budget while a long campaign
@@ -159,7 +163,7 @@ def run_stored(kind: str, config: dict[str, Any], ids: Sequence[str], compute: C
     code = code_version(code_files)
     path = store_path(kind, config, code, root or STORE)
     existing = {r["id"]: r for r in read_merged(path)[1]}  # the main file and any shards
-    wanted_stored = [i for i in dict.fromkeys(ids) if i in existing]
+    wanted_stored = [i for i in dict.fromkeys(ids) if i in existing and (verify_among is None or verify_among(existing[i]))]
     for item in random.Random(seed).sample(wanted_stored, min(verify if world.rank == 0 else 0, len(wanted_stored))):
         fresh = (recompute or compute)(item)
         stored = _without(existing[item], ("type", "id", *ignore))

@@ -75,6 +75,42 @@ def test_stored_references_reuse_verify_and_catch_tampering(fake_nuts, tmp_path)
         stored_references(settings, root=store, verify=2, progress=False)
 
 
+@pytest.mark.parametrize("problem", ["two_moons", "gap_regression"])
+def test_stored_local_estimates_give_the_direct_evaluation(fake_nuts, tmp_path, problem):
+    import json
+
+    from gnuq_core.bayes.validation import local_estimates, setting_id, stored_local_estimates
+    from gnuq_core.repro.results_store import ResultsDisagree
+
+    store = tmp_path / "store"
+    settings = [Setting(problem, dict(n_train=20, n_query_in=10, grid_size=5), dict(width=3),
+                        mcmc.NutsSettings(num_warmup=5, num_samples=20, num_chains=2), seed=s, n_restarts=1)
+                for s in (1, 2)]
+    local = stored_local_estimates(settings, ntk=True, root=store, verify=0, progress=False)
+    direct, stored = evaluate(settings[0], ntk=True), evaluate(settings[0], ntk=True, local=local[setting_id(settings[0])])
+    assert stored["map"].grad_norm == pytest.approx(direct["map"].grad_norm, rel=1e-6)
+    for qname in ("in", "grid"):
+        d, s = direct["q"][qname], stored["q"][qname]
+        assert set(s["est"]) == set(d["est"]) and set(s["ntk"]) == set(d["ntk"])
+        for key in d["est"]:  # stored with 7 significant digits; derived keys recomputed from them (f's rounding grows through p(1−p))
+            np.testing.assert_allclose(s["est"][key], d["est"][key], rtol=1e-5, atol=1e-300, err_msg=key)
+        for key in d["ntk"]:
+            np.testing.assert_allclose(s["ntk"][key], d["ntk"][key], rtol=1e-6, err_msg=key)
+    # The record made without the store is the one the store keeps (before rounding).
+    assert set(local_estimates(settings[0], ntk=True)["q"]["in"]) == {"est", "ntk"}
+    # Asking for what the record was not made with is refused.
+    with pytest.raises(ValueError, match="other query sets or without the tangent-kernel view"):
+        evaluate(settings[0], ntk=False, local=local[setting_id(settings[0])])
+    # A build checks a stored record by fitting the MAP again, and a changed number fails it.
+    (path,) = store.glob("local_estimates/*.jsonl")
+    lines = path.read_text().splitlines()
+    rec = json.loads(lines[1])
+    rec["q"]["grid"]["est"]["iso_f"][0] *= 1.5
+    path.write_text("\n".join([lines[0], json.dumps(rec), *lines[2:]]) + "\n")
+    with pytest.raises(ResultsDisagree, match=rec["id"]):
+        stored_local_estimates(settings, ntk=True, root=store, verify=2, progress=False)
+
+
 def _memory_maps() -> int:
     with open("/proc/self/maps") as f:
         return sum(1 for _ in f)

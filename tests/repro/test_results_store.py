@@ -57,6 +57,22 @@ def test_a_sample_is_recomputed_and_must_agree(tmp_path: Path, code: list[Path])
         run_stored("demo", {}, ["1", "2"], lambda i: {"score": 2.0}, code_files=code, verify=1, root=root)
 
 
+def test_the_check_draws_only_among_the_items_it_may_afford(tmp_path: Path, code: list[Path]) -> None:
+    root = tmp_path / "store"
+    run_stored("demo", {}, ["1", "2", "3"], lambda i: {"score": 1.0, "seconds": float(i)}, code_files=code,
+               verify=0, root=root)
+    rechecked: list[str] = []
+
+    def recompute(i: str) -> dict:
+        rechecked.append(i)
+        return {"score": 1.0}
+
+    for seed in range(5):  # whatever the draw, only the cheap items are recomputed
+        run_stored("demo", {}, ["1", "2", "3"], recompute, code_files=code, verify=2, root=root, seed=seed,
+                   verify_among=lambda r: r["seconds"] <= 2)
+    assert set(rechecked) == {"1", "2"} and len(rechecked) == 10
+
+
 def test_changed_code_or_config_gets_a_new_file(tmp_path: Path, code: list[Path]) -> None:
     root = tmp_path / "store"
     run_stored("demo", {"a": 1}, ["1"], lambda i: {"v": 1}, code_files=code, verify=0, root=root)

@@ -61,7 +61,8 @@ def closure(entries: list[str]) -> set[str]:
     (validation.STORE_CODE, ["gnuq_core.bayes.mcmc"]),
     (stored.STORE_CODE, ["gnuq_core.isotropy.stored"]),
     (multiple_choice.STORE_CODE, ["gnuq_core.qa.multiple_choice"]),
-], ids=["qa", "nuts_reference", "hessian_spectra", "qa_mc"])
+    (validation.ESTIMATES_CODE, ["gnuq_core.bayes.validation"]),
+], ids=["qa", "nuts_reference", "hessian_spectra", "qa_mc", "local_estimates"])
 def test_store_code_lists_every_computing_module(store_code, entries) -> None:
     missing = closure(entries) - set(store_code)
     assert not missing, f"add to the store's code list: {sorted(missing)}"
