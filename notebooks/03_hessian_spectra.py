@@ -105,6 +105,10 @@ dampings = list(np.logspace(-5, 0, n_dampings))
 # *outliers* are eigenvalues ≥ 1% of the largest; *below damping* counts |λᵢ| < λ;
 # the *effective dimension* is $\sum_i \lambda_i^+/(\lambda_i^+ + \lambda)$, the number of
 # directions in which the data, not the prior, sets the posterior width.
+# (The weight decay in training acts on the weights only, while the damping λ acts on every
+# parameter, biases included: θ* is the MAP of a prior without bias terms, and the Laplace
+# covariance is that of a prior with them. The two differ only in the bias directions, one per
+# hidden unit plus the output bias; kept so that the chapters' numbers stay comparable.)
 
 # %%
 glue("lam0", weight_decay, display=False)
