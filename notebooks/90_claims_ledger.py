@@ -65,10 +65,17 @@ glue("method_diagram", HTML(method_diagram_svg()), display=False)
 # the verdicts depend on the settings.
 
 # %%
+def undefined(row: dict) -> bool:
+    """No model qualified for a QA claim: its recorded 0.5 [0, 1] is a placeholder, not a measurement."""
+    return 0 in (row["evidence"].get("models"), row["evidence"].get("transfers"))
+
+
 def measured(row: dict) -> str:
     """A measurement and its 95% interval as the ledger shows it."""
     if row["value"] is None:
         return "—"
+    if undefined(row):
+        return "— (no model has enough answers)"
     lo, hi = row["ci"]
     return f"{row['value']:.3g} [{lo:.3g}, {hi:.3g}]"
 
@@ -81,7 +88,11 @@ def chapter(stem: str) -> str:
 
 def evidence(row: dict) -> str:
     """The counts a verdict rests on, e.g. ``"3 seeds · 12 settings"``."""
-    return " · ".join(f"{n} {k.replace('_', ' ')}" for k, n in row["evidence"].items()) or "—"
+    def noun(k: str, n: int) -> str:  # "1 seed", "2 seeds"
+        k = k.replace("_", " ")
+        return k[:-1] if n == 1 and k.endswith("s") else k
+
+    return " · ".join(f"{n} {noun(k, n)}" for k, n in row["evidence"].items()) or "—"
 
 
 def gate(row: dict) -> str:
@@ -98,27 +109,36 @@ ledger = pd.DataFrame({
     "measured": [measured(r) for r in rows],
     "verdict": [claims.verdict_label(r["verdict"], profile) for r in rows],
     "evidence": [evidence(r) for r in rows],
-    "width": [r["width"] for r in rows],
+    "width": [float("nan") if undefined(r) else r["width"] for r in rows],
     "gate": [gate(r) for r in rows],
     "gate_rule": [r["gate"]["rule"] for r in rows],
-    "edition": ["paper" if is_paper_edition(profile) else f"preview ({profile})" for _ in rows],
     "rule": [r["rule"] for r in rows],
     "note": [r["note"] or "—" for r in rows],
 })
-# the verdict comes second, so that a phone shows it without scrolling the table
+# Three narrow tables rather than one wide one: the verdict comes second, so that a phone
+# shows it without scrolling; the evidence and the rules follow, one row per claim again.
+edition = "paper edition" if is_paper_edition(profile) else "preview"
 table(ledger, {"claim": "claim", "verdict": "verdict", "measured": ("measured [95% CI]", "", True),
-               "evidence": "evidence (n)", "gate": "evidence gate",
                "statement": "the paper says", "chapter": "chapter"},
-      caption=f"Claims ledger ({'paper edition' if is_paper_edition(profile) else 'preview'}, profile {profile})")
+      caption=f"Claims ledger ({edition}, profile {profile})")
+
+# %% [markdown]
+# A verdict is only given where the evidence can decide. The **gate** of each claim states
+# what the data must hold (counts per class, seeds, settings, and the widest interval the
+# rule accepts); the table shows what this build had.
+
+# %%
+table(ledger, {"claim": "claim", "evidence": "evidence (n)", "width": ("interval width", ".3g"),
+               "gate": "evidence gate", "gate_rule": "the data must hold"},
+      caption=f"The evidence behind each verdict ({edition})")
 
 # %% [markdown]
 # Each verdict comes from a rule applied to the measured number; the caveats are computed
 # by the chapter that measured it.
 
 # %%
-table(ledger, {"claim": "claim", "gate_rule": "the data must hold", "width": ("interval width", ".3g"),
-               "rule": "how the verdict is decided", "note": "caveat (measured)", "edition": "edition"},
-      caption="The gates, rules and caveats")
+table(ledger, {"claim": "claim", "rule": "how the verdict is decided", "note": "caveat (measured)"},
+      caption="The rules and caveats")
 
 # %% [markdown]
 # ```{glue} cross_check_links
