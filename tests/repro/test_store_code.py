@@ -9,7 +9,7 @@ import importlib.util
 import pytest
 
 from gnuq_core.bayes import validation
-from gnuq_core.isotropy import stored
+from gnuq_core.isotropy import proxy_stored, stored
 from gnuq_core.qa import multiple_choice, study
 from gnuq_core.repro.results_store import module_file
 
@@ -60,9 +60,10 @@ def closure(entries: list[str]) -> set[str]:
     (study.STORE_CODE, ["gnuq_core.qa.engine"]),
     (validation.STORE_CODE, ["gnuq_core.bayes.mcmc"]),
     (stored.STORE_CODE, ["gnuq_core.isotropy.stored"]),
+    (proxy_stored.STORE_CODE, ["gnuq_core.isotropy.proxy_stored"]),
     (multiple_choice.STORE_CODE, ["gnuq_core.qa.multiple_choice"]),
     (validation.ESTIMATES_CODE, ["gnuq_core.bayes.validation"]),
-], ids=["qa", "nuts_reference", "hessian_spectra", "qa_mc", "local_estimates"])
+], ids=["qa", "nuts_reference", "hessian_spectra", "proxy_bias", "qa_mc", "local_estimates"])
 def test_store_code_lists_every_computing_module(store_code, entries) -> None:
     missing = closure(entries) - set(store_code)
     assert not missing, f"add to the store's code list: {sorted(missing)}"
