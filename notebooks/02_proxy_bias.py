@@ -80,6 +80,7 @@ from gnuq_core.isotropy import proxy
 from gnuq_core.isotropy import proxy_stored
 from gnuq_core.isotropy import text_proxy
 from gnuq_core.repro import display as book
+from gnuq_core.repro import results_store
 from gnuq_core.repro.claims import Measurement, record
 from gnuq_core.repro.provenance import Provenance
 
@@ -110,25 +111,15 @@ prov = Provenance.start()
 
 # %%
 tolerance = proxy_stored.TOLERANCE["proxy_synthetic"][0]
-glue("store_words", (
+glue("store_words", results_store.describe(
     "The expensive results of this chapter (the synthetic sweep, one item per seed, and the sentence-encoder "
-    "experiment, one item per head seed) are read from the repository's results store "
-    "(results/proxy_synthetic and results/proxy_text, keyed by this configuration and the source of the code "
-    "that computes them); missing items are computed and added. Everything else (the summaries over seeds, "
-    "their confidence intervals, the bootstrap over query points, the figures) is computed in this build "
-    "from the stored per-seed results, and the sentence embeddings are computed only when a head seed has "
-    "to be. "
-    + (f"To check the store, {store_verify} stored item{'s' if store_verify != 1 else ''} of each kind, drawn "
-       f"at random with a fixed seed, {'are' if store_verify != 1 else 'is'} recomputed from scratch in this "
-       f"build and must agree with what is stored (to a relative tolerance of {tolerance:.0e}): a synthetic "
-       "seed (its training run and the GGN of every proxy shift) and a head seed (the MiniLM embeddings of "
-       "every question, then the head's training and curvatures)."
-       if store_verify > 0 else
-       "No stored item is recomputed from scratch in this build (store_verify = 0), so the store is not checked.")
-    if use_results_store else
-    "Every result in this chapter is computed in this build (or read back from the local cache of a "
-    "previous run with the same parameters); the paper edition reads its per-seed runs from the "
-    "repository's results store instead."), display=False)
+    "experiment, one item per head seed)", ["proxy_synthetic", "proxy_text"], store_verify,
+    "a synthetic seed: its training run and the GGN of every proxy shift; a head seed: the MiniLM embeddings of "
+    "every question, then the head's training and curvatures", tolerance,
+    extra="Everything else (the summaries over seeds, their confidence intervals, the bootstrap over query "
+          "points, the figures) is computed in this build from the stored per-seed results, and the sentence "
+          "embeddings are computed only when a head seed has to be.")
+    if use_results_store else results_store.describe_without_store("its per-seed runs"), display=False)
 runs = proxy_stored.synthetic_runs(range(seed, seed + n_seeds), deltas, n_train=n_train,
                                    hidden=[hidden_width, hidden_width], steps=train_steps,
                                    weight_decay=weight_decay, k_top=k_top, n_grid=n_grid,

@@ -80,6 +80,7 @@ from gnuq_core import stats
 from gnuq_core.isotropy import spectra
 from gnuq_core.isotropy import stored
 from gnuq_core.repro import display as book
+from gnuq_core.repro import results_store
 from gnuq_core.repro.claims import Measurement, record
 from gnuq_core.repro.provenance import Provenance
 
@@ -112,25 +113,16 @@ dampings = list(np.logspace(-5, 0, n_dampings))
 
 # %%
 glue("lam0", weight_decay, display=False)
-glue("store_words", (
-    "The expensive results of this chapter (the exact spectra per width, the large MLP's SLQ probes and "
-    "query points, the LM block's SLQ probes) are read from the repository's results store "
-    "(results/hessian_exact, results/hessian_slq_mlp and results/hessian_slq_lm, keyed by this "
-    "configuration and the source of the code that computes them); missing items are computed and added. "
-    f"To check the store, {store_verify} stored item{'s' if store_verify != 1 else ''} of each kind, drawn "
-    f"at random with a fixed seed, {'are' if store_verify != 1 else 'is'} recomputed from scratch in this build "
-    f"and must agree with what is stored (to a relative tolerance of {stored.TOLERANCE['hessian_exact'][0]:.0e}): "
-    "an exact spectrum of width at most "
-    f"{store_verify_max_width} (the widest one alone would take longer than the rest of the chapter), one of "
-    "the large MLP's SLQ probes or query points (its own training run and one Lanczos run) and one of the "
-    "LM block's SLQ probes (one model load and "
-    + (f"the first {lm_verify_steps} of its {lm_steps} Lanczos steps, whose coefficients must match those "
-       "rebuilt from the stored quadrature rule)." if 0 < lm_verify_steps < lm_steps else
-       f"all {lm_steps} Lanczos steps).")
-    if use_results_store else
-    "Every result in this chapter is computed in this build (or read back from the local cache of a "
-    "previous run with the same parameters); the paper edition reads its expensive items from the "
-    "repository's results store instead."), display=False)
+glue("store_words", results_store.describe(
+    "The expensive results of this chapter (the exact spectra per width, the large MLP's SLQ probes and query "
+    "points, the LM block's SLQ probes)", ["hessian_exact", "hessian_slq_mlp", "hessian_slq_lm"], store_verify,
+    f"an exact spectrum of width at most {store_verify_max_width}, since the widest one alone would take longer "
+    "than the rest of the chapter; one of the large MLP's SLQ probes or query points, with its own training run "
+    "and one Lanczos run; one of the LM block's SLQ probes, with one model load and "
+    + (f"the first {lm_verify_steps} of its {lm_steps} Lanczos steps, whose coefficients must match those rebuilt "
+       "from the stored quadrature rule" if 0 < lm_verify_steps < lm_steps else f"all {lm_steps} Lanczos steps"),
+    stored.TOLERANCE["hessian_exact"][0])
+    if use_results_store else results_store.describe_without_store("its expensive items"), display=False)
 exact_cfg = dict(n_train=n_train, steps=train_steps, weight_decay=weight_decay, dampings=dampings, n_grid=n_grid)
 cases = stored.exact_cases(widths, seed=seed, **exact_cfg, use_store=use_results_store, verify=store_verify,
                            verify_max_width=store_verify_max_width)

@@ -111,6 +111,7 @@ from tqdm.auto import tqdm
 
 from gnuq_core import stats as metrics
 from gnuq_core.repro import display as book
+from gnuq_core.repro import results_store
 from gnuq_core.repro.claims import (C1_MIN_RHO, C3_MIN_DIFFERENCE, SETTING_FAILS_BEYOND, SETTING_WORKS_WITHIN,
                                     Measurement, judge, record)
 from gnuq_core.bayes.mcmc import NutsSettings
@@ -147,21 +148,12 @@ jobs = {(t, s): Setting(settings[t]["problem"], settings[t]["data"], model, sett
 refs = (stored_references(list(jobs.values()), verify=store_verify, verify_max_seconds=store_verify_max_seconds)
         if use_results_store else {})
 local = stored_local_estimates(list(jobs.values()), verify=store_verify) if use_results_store else {}
-n_checkable = sum(r["timings"]["wall_s"] <= store_verify_max_seconds for r in refs.values())
-glue("store_words", (
-    "The NUTS summaries and the MAP fits with their local estimates are read from the repository's results "
-    "store (results/nuts_reference and results/local_estimates, keyed by the configuration and the source of "
-    "the code that computes them); missing ones are computed and added. To check the store, "
-    f"{store_verify} stored item{'s' if store_verify != 1 else ''} of each kind, drawn at random with a fixed "
-    f"seed, {'are' if store_verify != 1 else 'is'} recomputed from scratch in this build (NUTS sampled again, "
-    "the MAP fitted again) and must agree with what is stored to a relative 1e-4. The references sampled "
-    f"again are drawn among the {n_checkable} of these {len(refs)} that took at most "
-    f"{store_verify_max_seconds:g} s to sample when they were stored (the largest took "
-    f"{max(r['timings']['wall_s'] for r in refs.values()) / 60:.0f} minutes, longer than this whole build may take)."
-    if use_results_store else
-    "NUTS draws and MAP fits are computed in this build (or read back from the local cache of a previous run "
-    "with the same configuration); the paper edition reads them from the repository's results store instead, "
-    "and recomputes a random few from scratch."), display=False)
+glue("store_words", results_store.describe(
+    "The NUTS summaries and the MAP fits with their local estimates", ["nuts_reference", "local_estimates"],
+    store_verify, "NUTS sampled again, the MAP fitted again", 1e-4,
+    extra=results_store.pool_words([r["timings"]["wall_s"] for r in refs.values()], store_verify_max_seconds,
+                                   "references", "sample"))
+    if use_results_store else results_store.describe_without_store("the NUTS summaries and MAP fits"), display=False)
 for (task, s), setting in tqdm(jobs.items(), desc="settings"):
     runs[task, s] = evaluate(setting, reference_summary=refs.get(setting_id(setting)),
                              local=local.get(setting_id(setting)))

@@ -107,6 +107,52 @@ def rounded(obj: Any, digits: int) -> Any:
     return obj
 
 
+def describe(what: str, kinds: Sequence[str], verify: int, redo: str, rtol: float, extra: str = "") -> str:
+    """The sentence a chapter shows to say what it read from the store and how it checked it.
+
+    Parameters
+    ----------
+    what : str
+        The stored results, as the subject of the sentence ("The NUTS summaries").
+    kinds : sequence of str
+        Their folders under ``results/``.
+    verify : int
+        Stored items of each kind recomputed from scratch in this build.
+    redo : str
+        What recomputing one item from scratch means ("NUTS sampled again").
+    rtol : float
+        The relative tolerance of the check.
+    extra : str
+        A further sentence (how the check's sample is drawn, a kind's own rule).
+    """
+    folders = ", ".join(f"results/{k}" for k in kinds)
+    text = (f"{what} are read from the repository's results store ({folders}; keyed by the configuration and "
+            "the source of the code that computes them); missing items are computed and added. ")
+    if verify > 0:
+        text += (f"To check the store, {verify} stored item{'s' if verify != 1 else ''} of each kind, drawn at random "
+                 f"with a fixed seed, {'are' if verify != 1 else 'is'} recomputed from scratch in this build "
+                 f"({redo}) and must agree with what is stored to a relative tolerance of {rtol:.0e}.")
+    else:
+        text += "No stored item is recomputed from scratch in this build (store_verify = 0): the store is not checked."
+    return text + (f" {extra}" if extra else "")
+
+
+def pool_words(costs: Sequence[float], max_seconds: float, noun: str, verb: str) -> str:
+    """The sentence saying that the check draws only among the stored items it can afford
+    (``run_stored(..., verify_among=...)``): ``costs`` are the items' recorded seconds."""
+    n = sum(c <= max_seconds for c in costs)
+    return (f"The {noun} recomputed are drawn among the {n} of these {len(costs)} that took at most "
+            f"{max_seconds:g} s to {verb} when they were stored (the longest took {max(costs) / 60:.0f} minutes, "
+            "longer than this whole build may take).")
+
+
+def describe_without_store(what: str) -> str:
+    """The sentence of a build that does not use the store (a preview profile)."""
+    return ("Every result in this chapter is computed in this build (or read back from the local cache of a "
+            f"previous run with the same parameters); the paper edition reads {what} from the repository's "
+            "results store instead, and recomputes a random few from scratch.")
+
+
 def run_stored(kind: str, config: dict[str, Any], ids: Sequence[str], compute: Callable[[str], dict[str, Any]], *,
                code_files: Iterable[str | Path], verify: int = 3, rtol: float = 1e-4, atol: float = 1e-8,
                seed: int = 0, root: Path | None = None,

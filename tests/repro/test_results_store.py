@@ -144,3 +144,18 @@ def test_sharded_runs_fill_one_store_in_the_one_process_order(tmp_path: Path, co
     assert read_records(main) == read_records(next((tmp_path / "one").glob("s/*.jsonl")))
     calls.clear()
     assert run_stored("s", {}, ids, compute, code_files=code, verify=0, root=root) == one and calls == []
+
+
+def test_describe_says_what_is_read_and_how_it_is_checked() -> None:
+    from gnuq_core.repro.results_store import describe, describe_without_store, pool_words
+
+    one = describe("The summaries", ["a", "b"], 1, "sampled again", 1e-4)
+    assert "(results/a, results/b;" in one and "1 stored item of each kind" in one and "is recomputed" in one
+    assert "(sampled again)" in one and "1e-04" in one
+    assert "2 stored items of each kind" in describe("X", ["a"], 2, "r", 1e-3) and "are recomputed" in describe(
+        "X", ["a"], 2, "r", 1e-3)
+    assert "the store is not checked" in describe("X", ["a"], 0, "r", 1e-3)
+    assert describe("X", ["a"], 1, "r", 1e-3, extra="More.").endswith(" More.")
+    assert "reads the runs from the repository's results store" in describe_without_store("the runs")
+    pool = pool_words([10.0, 200.0, 2400.0], 300, "references", "sample")
+    assert "among the 2 of these 3 that took at most 300 s to sample" in pool and "longest took 40 minutes" in pool
