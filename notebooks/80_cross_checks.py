@@ -140,6 +140,14 @@ glue("xc_laplace_agree", "all agree" if lap["agrees"].all() else "NOT all agree"
 # {glue:text}`xc_laplace_mc_tol:.0f`; σ(f) is heavy-tailed far from the data, so a relative
 # tolerance would be arbitrary). Verdict: {glue:text}`xc_laplace_agree`.
 #
+# Why the chapters keep their own JAX path rather than calling laplace-torch: NUTS samples the
+# same flat-θ network, so the MAP, the Laplace covariances and the MCMC reference live in one
+# parametrisation; and laplace-torch would not make the book faster. Most of chapters 04 and
+# 05's time goes into fitting the MAP by L-BFGS from several restarts (which laplace-torch does
+# not do) and into compiling each network's functions once, not into the curvature itself; the
+# paper edition reads the MAP fits and the estimates from the results store
+# (`results/local_estimates`) and recomputes one of them from scratch as its check.
+#
 # ```{note}
 # laplace-torch 0.3's curvlinops backends form the full curvature as `linop @ torch.eye(n)`
 # in torch's *default* dtype. Under the usual float32 default, a float64 model's GGN comes out
