@@ -82,6 +82,62 @@ STORE_CODE = ["gnuq_core.qa.engine", "gnuq_core.lm.scoring", "gnuq_core.lm.decod
               "gnuq_core.lm.baselines", "gnuq_core.lm.clustering", "gnuq_core.lm.models", "gnuq_core.qa.scores"]
 
 
+# The tolerance of the store's from-scratch check of a QA record.
+QA_RTOL, QA_ATOL = 1e-3, 1e-6
+
+# Records note the number of CPU threads torch used: the order of floating-point sums in a
+# matrix product depends on it, and a sampled token whose inverse-CDF draw falls within that
+# rounding of a boundary between two tokens changes with it (seen: one of 10 samples of a
+# TriviaQA answer diverged after 13 tokens under 2 threads, for a record made under 1).
+THREADS_FIELD = "torch_threads"
+
+
+def _torch_threads() -> int:
+    import torch
+
+    return int(torch.get_num_threads())
+
+
+def recompute_like_stored(compute: Callable[[str], dict[str, Any]], store_config: Mapping[str, Any], item: str, *,
+                          root: Path | None = None) -> dict[str, Any]:
+    """``compute(item)`` again under the torch thread count its stored record was made with.
+
+    The store's check recomputes a record from scratch, and greedy answers, log-probabilities
+    and gradient norms agree across thread counts to rounding, but a sampled answer can
+    change (see :data:`THREADS_FIELD`). So the check runs under the stored record's count;
+    a record that predates the field (made under 1 or 2 threads, not recorded) is tried
+    under this process's count, then 1, then 2, and the first that reproduces it is
+    returned (otherwise the one under this process's count, so the error shows its
+    differences). Either way every field is compared at the usual tolerance.
+    """
+    import json
+
+    import torch
+
+    from gnuq_core.repro.results_store import STORE, _without, code_version, compare, store_path
+    from gnuq_core.repro.shards import read_merged
+
+    path = store_path("qa", dict(store_config), code_version(STORE_CODE), root or STORE)
+    stored = next((r for r in read_merged(path)[1] if r["id"] == item), None)
+    current = _torch_threads()
+    if stored is None:
+        return compute(item)
+    candidates = ([stored[THREADS_FIELD]] if THREADS_FIELD in stored else list(dict.fromkeys([current, 1, 2])))
+    fresh_records = []
+    for threads in candidates:
+        torch.set_num_threads(int(threads))
+        try:
+            fresh = compute(item)
+        finally:
+            torch.set_num_threads(current)
+        fresh_records.append(fresh)
+        ignore = ("type", "id", "seconds", "timings", THREADS_FIELD)
+        as_stored = json.loads(json.dumps(_without(fresh, ignore), default=str))
+        if not compare(_without(stored, ignore), as_stored, QA_RTOL, QA_ATOL):
+            return fresh
+    return fresh_records[0]
+
+
 def storable(record: Mapping[str, Any]) -> dict[str, Any]:
     """``record`` without its prompt token ids, which spell out the question: what the results
     store keeps (`with_prompt_ids` restores them from the question)."""
@@ -128,10 +184,16 @@ def run_dataset(loaded: Any, items: Sequence[Any], config: Any, *, progress: boo
         by_id = {it.id: it for it in items}
         style = resolved_style(loaded, config)
         clusterer = get_clusterer(config.clusterer, config.threshold) if config.n_samples > 0 else None
-        recs = run_stored("qa", {**asdict(config), "dataset": dataset}, list(by_id),
-                          lambda i: storable(question_record(loaded, by_id[i], config, style=style,
-                                                             clusterer=clusterer, texts=False)),
-                          code_files=STORE_CODE, verify=verify, rtol=1e-3, atol=1e-6,
+        store_config = {**asdict(config), "dataset": dataset}
+
+        def compute(i: str) -> dict[str, Any]:
+            record = storable(question_record(loaded, by_id[i], config, style=style, clusterer=clusterer, texts=False))
+            return {**record, THREADS_FIELD: _torch_threads()}
+
+        recs = run_stored("qa", store_config, list(by_id), compute,
+                          recompute=lambda i: recompute_like_stored(compute, store_config, i, root=store_root),
+                          code_files=STORE_CODE, verify=verify, rtol=QA_RTOL, atol=QA_ATOL,
+                          ignore=("seconds", "timings", THREADS_FIELD),
                           progress=f"{config.model} {dataset}" if progress else None, root=store_root,
                           world=world, compute_missing=compute_missing)
         return [with_prompt_ids(loaded, r, by_id[r["id"]].question) for r in recs]

@@ -175,3 +175,44 @@ def test_run_path_changes_with_the_code(monkeypatch, tmp_path):
     monkeypatch.setattr(qa_study, "STORE_CODE", [*qa_study.STORE_CODE, code])
     assert qa_study.run_path(config, "truthfulqa") != before
     assert qa_study.run_path(config, "truthfulqa") == qa_study.run_path(config, "truthfulqa")
+
+
+def test_the_store_check_recomputes_under_the_records_thread_count(tmp_path, monkeypatch):
+    """A sampled token can change with torch's thread count (the order of float sums), so the
+    check recomputes a record under the count it was made with (or, for a record that predates
+    the field, under this process's count, then 1, then 2)."""
+    import json
+
+    import torch
+
+    from gnuq_core.lm.models import LoadedModel
+    from gnuq_core.qa import engine
+    from gnuq_core.qa.engine import QAConfig
+    from gnuq_core.repro.results_store import ResultsDisagree
+
+    def thread_dependent_record(loaded, item, config, **kwargs):
+        return {"style": "chat", "generation": {"answer": "a"}, "value": float(torch.get_num_threads())}
+
+    monkeypatch.setattr(engine, "question_record", thread_dependent_record)
+    monkeypatch.setenv("GNUQ_CACHE_DIR", str(tmp_path / "cache"))
+    lm = LoadedModel(tiny_llama(), byte_tokenizer(), "tiny", "memory", "chat")
+    items = [QAItem("tqa_1", "Capital of France?", ("Paris",), (), "triviaqa")]
+    cfg = QAConfig(model="tiny", max_new_tokens=3, n_samples=0, clusterer="exact")
+    store, before = tmp_path / "store", torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        (rec,) = qa_study.run_dataset(lm, items, cfg, progress=False, store=True, store_root=store, verify=0)
+        assert rec["value"] == 1.0 and rec[qa_study.THREADS_FIELD] == 1
+        torch.set_num_threads(2)
+        qa_study.run_dataset(lm, items, cfg, progress=False, store=True, store_root=store, verify=1)
+        assert torch.get_num_threads() == 2  # restored after the check
+        (path,) = store.glob("qa/*.jsonl")
+        header, line = path.read_text().splitlines()
+        old = {k: v for k, v in json.loads(line).items() if k != qa_study.THREADS_FIELD}  # a record from before
+        path.write_text(f"{header}\n{json.dumps(old)}\n")
+        qa_study.run_dataset(lm, items, cfg, progress=False, store=True, store_root=store, verify=1)
+        path.write_text(f"{header}\n{json.dumps({**old, 'value': 7.0})}\n")  # no thread count reproduces it
+        with pytest.raises(ResultsDisagree, match="tqa_1"):
+            qa_study.run_dataset(lm, items, cfg, progress=False, store=True, store_root=store, verify=1)
+    finally:
+        torch.set_num_threads(before)
