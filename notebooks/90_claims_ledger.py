@@ -160,3 +160,6 @@ if "80_cross_checks" in toc_chapters():  # plain HTML links: a glued Markdown te
     glue("cross_check_links", HTML(f"<p><strong>Cross-checks.</strong> {links}.</p>"), display=False)
 else:
     glue("cross_check_links", HTML("<p>The cross-checks chapter is not part of this build.</p>"), display=False)
+
+# %% tags=["remove-input"]
+prov.show()

@@ -120,6 +120,8 @@ def reading_problems(page: object, *, chapter: bool, has_table: bool) -> list[st
             problems.append("the profile banner is not right under the title")
         elif not banner.is_visible():
             problems.append("the profile banner is hidden")
+        elif "No provenance" in banner.inner_text():
+            problems.append("no provenance record (the chapter did not call prov.show())")
     return problems
 
 
@@ -141,6 +143,7 @@ GOOD_PAGE = """<html><body><article><section><h1>Chapter</h1>
       '<h1>Chapter</h1>\n<p>Text.</p><div class="admonition gnuq-banner"><p>Preview</p></div>'), "not right under"),
     (("<p>Text.</p>", '<div class="cell tag_injected-parameters"><pre>seed = 1</pre></div>'), "parameter cell"),
     (("<table", "<div"), "no rendered <table>"),
+    (("<p>Preview (profile quick)</p>", "<p>No provenance for this page</p>"), "no provenance record"),
 ])
 def test_reading_checker_fails_on_a_regressed_page(browser, regression: tuple[str, str], expected: str) -> None:  # type: ignore[no-untyped-def]
     page = browser.new_page(viewport=PHONE)
