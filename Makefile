@@ -1,8 +1,9 @@
 # gnuq — the one entry point. `make book` and `make test` do all set-up themselves.
 #
 #   make setup                 venv + pinned packages + MathJax (+ Debian chromium when root)
-#   make book [PROFILE=quick]  execute every chapter with papermill, then build _build/html
-#   make chapter NB=01 [PROFILE=quick]   execute one chapter into book/_generated/
+#   make book [PROFILE=full]   execute every chapter with papermill, then build _build/html
+#                              (full: the paper edition, from the results store; quick: a preview)
+#   make chapter NB=01 [PROFILE=full]    execute one chapter into book/_generated/
 #   make html                  build the book from the chapters already executed
 #   make test                  the test suite (unit tests, smoke-profile book, browser check)
 #   make bench                 the efficiency benchmark and records/hour (writes bench/results.json)
@@ -10,7 +11,7 @@
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-PROFILE ?= quick
+PROFILE ?= full
 NB ?= 01
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -28,7 +29,7 @@ export PYTHONHASHSEED ?= 0
 .PHONY: help setup book chapter chapters html test bench clean
 
 help:
-	@sed -n '2,10p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,11p' Makefile | sed 's/^# \{0,1\}//'
 
 setup: $(SETUP_STAMP) $(MATHJAX) chromium
 
