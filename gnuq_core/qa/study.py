@@ -22,7 +22,7 @@ This module glues the engine (`gnuq_core.qa.engine`, `gnuq_core.lm.scoring`) to 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -98,44 +98,27 @@ def _torch_threads() -> int:
     return int(torch.get_num_threads())
 
 
-def recompute_like_stored(compute: Callable[[str], dict[str, Any]], store_config: Mapping[str, Any], item: str, *,
-                          root: Path | None = None) -> dict[str, Any]:
-    """``compute(item)`` again under the torch thread count its stored record was made with.
+def thread_variants(compute: Callable[[str], dict[str, Any]], item: str,
+                    stored: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    """``compute(item)`` again under the torch thread count(s) its stored record may have been made with.
 
     The store's check recomputes a record from scratch, and greedy answers, log-probabilities
     and gradient norms agree across thread counts to rounding, but a sampled answer can
     change (see :data:`THREADS_FIELD`). So the check runs under the stored record's count;
     a record that predates the field (made under 1 or 2 threads, not recorded) is tried
-    under this process's count, then 1, then 2, and the first that reproduces it is
-    returned (otherwise the one under this process's count, so the error shows its
-    differences). Either way every field is compared at the usual tolerance.
+    under this process's count, then 1, then 2 (``run_stored(recompute_variants=...)``
+    stops at the first that reproduces it). Every field is compared at the usual tolerance.
     """
-    import json
-
     import torch
 
-    from gnuq_core.repro.results_store import STORE, _without, code_version, compare, store_path
-    from gnuq_core.repro.shards import read_merged
-
-    path = store_path("qa", dict(store_config), code_version(STORE_CODE), root or STORE)
-    stored = next((r for r in read_merged(path)[1] if r["id"] == item), None)
     current = _torch_threads()
-    if stored is None:
-        return compute(item)
-    candidates = ([stored[THREADS_FIELD]] if THREADS_FIELD in stored else list(dict.fromkeys([current, 1, 2])))
-    fresh_records = []
-    for threads in candidates:
+    for threads in ([stored[THREADS_FIELD]] if THREADS_FIELD in stored else dict.fromkeys([current, 1, 2])):
         torch.set_num_threads(int(threads))
         try:
             fresh = compute(item)
         finally:
             torch.set_num_threads(current)
-        fresh_records.append(fresh)
-        ignore = ("type", "id", "seconds", "timings", THREADS_FIELD)
-        as_stored = json.loads(json.dumps(_without(fresh, ignore), default=str))
-        if not compare(_without(stored, ignore), as_stored, QA_RTOL, QA_ATOL):
-            return fresh
-    return fresh_records[0]
+        yield fresh
 
 
 def storable(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -191,7 +174,7 @@ def run_dataset(loaded: Any, items: Sequence[Any], config: Any, *, progress: boo
             return {**record, THREADS_FIELD: _torch_threads()}
 
         recs = run_stored("qa", store_config, list(by_id), compute,
-                          recompute=lambda i: recompute_like_stored(compute, store_config, i, root=store_root),
+                          recompute_variants=lambda i, stored: thread_variants(compute, i, stored),
                           code_files=STORE_CODE, verify=verify, rtol=QA_RTOL, atol=QA_ATOL,
                           ignore=("seconds", "timings", THREADS_FIELD),
                           progress=f"{config.model} {dataset}" if progress else None, root=store_root,
