@@ -101,7 +101,8 @@ def test_two_ranks_killed_resumed_and_merged_equal_one_process(model_dir, tmp_pa
 
 
 def _numbers(record: dict) -> dict:
-    return _without(record, ("timings", "seconds"))  # wall times differ
+    # wall times differ, and so may the thread count (torchrun ranks run 1 thread each)
+    return _without(record, ("timings", "seconds", "torch_threads"))
 
 
 def test_one_process_run_merges_shards_left_by_a_killed_job(model_dir, tmp_path):
