@@ -41,8 +41,29 @@ CLAIM_BEST: dict[str, str] = {"C6": "combined", "C7": "p_true"}
 _NAN3: Interval = (float("nan"), float("nan"), float("nan"))
 
 
+class _Replicates:
+    """Each model table's AUROC and bootstrap replicates per score, computed once.
+
+    A claim compares every method with the best one on the same resamples; without the memo
+    the best method's replicates would be recomputed once per comparison (at 2,933
+    questions and 2,000 resamples, seconds each).
+    """
+
+    def __init__(self, n_boot: int, seed: int) -> None:
+        self.n_boot, self.seed = n_boot, seed
+        self._memo: dict[tuple[int, str], tuple[float, np.ndarray]] = {}
+
+    def __call__(self, t: Any, score: str) -> tuple[float, np.ndarray]:
+        key = (id(t), score)
+        if key not in self._memo:
+            y, s = t["incorrect"].to_numpy(float), t[score].to_numpy(float)
+            self._memo[key] = (_auroc.auroc(y, s),
+                               _auroc.bootstrap_replicates(y, s, n_boot=self.n_boot, seed=self.seed))
+        return self._memo[key]
+
+
 def mean_auroc_over_models(tables: Iterable[Any], score: str, *, min_per_class: int, n_boot: int,
-                           seed: int) -> Interval:
+                           seed: int, _reps: _Replicates | None = None) -> Interval:
     """Mean over models of the AUROC of ``score`` for ``incorrect``, with a bootstrap CI.
 
     Parameters
@@ -62,12 +83,8 @@ def mean_auroc_over_models(tables: Iterable[Any], score: str, *, min_per_class: 
         NaN if any model lacks the score (a pass that did not run) or no model counts.
     """
     scores.get(score)
-
-    def one_model(y: np.ndarray, t: Any) -> tuple[float, np.ndarray]:
-        s = t[score].to_numpy(float)
-        return _auroc.auroc(y, s), _auroc.bootstrap_replicates(y, s, n_boot=n_boot, seed=seed)
-
-    return _mean_over_models(tables, (score,), one_model, min_per_class)
+    reps = _reps or _Replicates(n_boot, seed)
+    return _mean_over_models(tables, (score,), lambda y, t: reps(t, score), min_per_class)
 
 
 def _mean_over_models(tables: Iterable[Any], columns: Sequence[str],
@@ -112,7 +129,7 @@ def best_score(res: Mapping[str, Interval], names: Iterable[str] | None = None) 
 
 
 def mean_difference_over_models(tables: Iterable[Any], a: str, b: str, *, min_per_class: int, n_boot: int,
-                                seed: int) -> Interval:
+                                seed: int, _reps: _Replicates | None = None) -> Interval:
     """Mean over models of AUROC(``a``) − AUROC(``b``) with a paired bootstrap CI.
 
     Within a model both scores are evaluated on the same resampled questions (the
@@ -121,11 +138,11 @@ def mean_difference_over_models(tables: Iterable[Any], a: str, b: str, *, min_pe
     averaged as in `mean_auroc_over_models`. NaN where a score is missing or no model counts.
     """
 
+    reps = _reps or _Replicates(n_boot, seed)
+
     def one_model(y: np.ndarray, t: Any) -> tuple[float, np.ndarray]:
-        sa, sb = t[a].to_numpy(float), t[b].to_numpy(float)
-        reps = (_auroc.bootstrap_replicates(y, sa, n_boot=n_boot, seed=seed)
-                - _auroc.bootstrap_replicates(y, sb, n_boot=n_boot, seed=seed))
-        return _auroc.auroc(y, sa) - _auroc.auroc(y, sb), reps
+        (pa, ra), (pb, rb) = reps(t, a), reps(t, b)
+        return pa - pb, ra - rb
 
     return _mean_over_models(tables, (a, b), one_model, min_per_class)
 
@@ -191,7 +208,7 @@ def auroc_measurement(claim: str, tables: Mapping[str, Any], settings: Mapping[s
     if claim not in CLAIM_SCORES:
         raise ValueError(f"claim {claim!r} is not an AUROC claim; use one of {', '.join(CLAIM_SCORES)}")
     methods = scores.names(claim=True)
-    kw = dict(min_per_class=min_per_class, n_boot=n_boot, seed=seed)
+    kw = dict(min_per_class=min_per_class, n_boot=n_boot, seed=seed, _reps=_Replicates(n_boot, seed))
     res = mean_aurocs(list(tables.values()), methods, **kw)
     value, ci = _finite_or_chance(res[CLAIM_SCORES[claim][1]])
     best = CLAIM_BEST[claim]

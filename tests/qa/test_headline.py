@@ -118,3 +118,17 @@ def test_transfer_measurement():
     e = headline.transfer_measurement([], {})
     assert (e.value, e.ci, e.evidence["transfers"]) == (0.5, (0.0, 1.0), 0)
     assert claims.judge(e) == claims.INCONCLUSIVE
+
+
+def test_auroc_measurement_differences_equal_the_separate_paired_differences():
+    # the measurement computes each method's replicates once and reuses them; the result must be
+    # what the public functions give one comparison at a time
+    tables = {"a": _model(70, 90, 0), "b": _model(60, 100, 1)}
+    m = headline.auroc_measurement("C7", tables, {}, n_boot=200, seed=4)
+    for other, got in m.details["differences"].items():
+        want = headline.mean_difference_over_models(list(tables.values()), "p_true", other, min_per_class=30,
+                                                    n_boot=200, seed=4)
+        assert got == pytest.approx(list(want), abs=1e-15)
+    for name, got in m.details["auroc"].items():
+        assert got == pytest.approx(headline.mean_auroc_over_models(list(tables.values()), name, min_per_class=30,
+                                                                    n_boot=200, seed=4)[0], abs=1e-15)
