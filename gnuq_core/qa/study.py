@@ -238,7 +238,8 @@ def score_table(records: Sequence[Mapping[str, Any]], items: Mapping[str, Any], 
         The questions: their reference answers grade the records (which carry only ids),
         and TruthfulQA's ``category`` and ``category_group`` are added.
     embed : callable, optional
-        Sentence encoder for the TruthfulQA embedding judge (``correct_embed``).
+        Sentence encoder for the TruthfulQA embedding judge (``correct_embed``); wrapped in a
+        `gnuq_core.qa.grading.MemoEmbedder` (pass one to share its memo between tables).
     group_norms : mapping, optional
         Output of `group_norms_of` (the field ``group_sq`` of the variant scores; NaN for
         records without it).
@@ -257,6 +258,11 @@ def score_table(records: Sequence[Mapping[str, Any]], items: Mapping[str, Any], 
     if missing:
         raise KeyError(f"{len(missing)} records have no question in `items` (first: {missing[0]!r}): load the "
                        "dataset the records were made from (same file, same version)")
+    if embed is not None:  # every distinct text encoded once, in batches
+        embed = embed if isinstance(embed, grading.MemoEmbedder) else grading.MemoEmbedder(embed)
+        embed.prime(text for r in records if r["dataset"] != "triviaqa"
+                    for text in grading.truthfulqa_embedding_texts(r["answer"], items[r["id"]].correct_answers,
+                                                                   items[r["id"]].incorrect_answers))
     rows = []
     for r in records:
         it = items[r["id"]]

@@ -6,11 +6,13 @@ import numpy as np
 import pytest
 
 from gnuq_core.qa.grading import (
+    MemoEmbedder,
     agreement,
     is_no_comment,
     triviaqa_contains,
     triviaqa_exact_match,
     truthfulqa_embedding,
+    truthfulqa_embedding_texts,
     truthfulqa_rouge,
 )
 
@@ -72,6 +74,27 @@ def test_truthfulqa_embedding_with_a_table_encoder() -> None:
     assert truthfulqa_embedding("alpha", ["apple"], ["banana"], embed) is True
     assert truthfulqa_embedding("beta", ["apple"], ["banana"], embed) is False
     assert truthfulqa_embedding("I have no comment.", ["apple"], ["banana"], embed) is True
+
+
+def test_memo_embedder_encodes_each_text_once_in_batches_with_the_same_vectors() -> None:
+    calls: list[list[str]] = []
+
+    def encode(texts):
+        calls.append(list(texts))
+        return np.array([[len(t), t.count("a")] for t in texts], float)
+
+    memo = MemoEmbedder(encode, batch_size=2)
+    texts = truthfulqa_embedding_texts("a cat", ["apple"], ["banana", "apple"])
+    assert texts == ["a cat", "apple", "I have no comment.", "banana", "apple"]
+    assert truthfulqa_embedding_texts("No comment.", ["apple"], ["banana"]) == []  # a refusal encodes nothing
+    memo.prime(texts + ["banana"])
+    assert [len(c) for c in calls] == [2, 2]  # 4 distinct texts, batches of 2
+    assert sorted(t for c in calls for t in c) == sorted(set(texts))
+    np.testing.assert_array_equal(memo(texts), encode(texts))
+    memo(["new one", "apple"])
+    assert calls[-1] == ["new one"]  # only the unseen text is encoded
+    assert truthfulqa_embedding("a cat", ["apple"], ["banana"], memo) == truthfulqa_embedding(
+        "a cat", ["apple"], ["banana"], encode)
 
 
 def test_agreement_and_kappa() -> None:
