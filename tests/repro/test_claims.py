@@ -88,6 +88,20 @@ def test_gates_make_thin_or_wide_evidence_inconclusive(claim, value, ci, evidenc
     assert reason in a.reason
 
 
+def test_an_interval_wholly_outside_the_claim_is_judged_however_wide() -> None:
+    # C8: a speed-up of 3.6 [2.0, 6.0] is wider than 50% of the value, but no value in it
+    # reaches 46x: the width cannot change the verdict, so the data decide
+    a = claims.assess(m("C8", 3.6, (2.0, 6.0)))
+    assert (a.verdict, a.gate_passed, a.reason) == (claims.NOT_REPRODUCED, True, "")
+    # an interval that reaches the claimed range stays inconclusive when wide
+    a = claims.assess(m("C8", 30.0, (10.0, 50.0)))
+    assert a.verdict == claims.INCONCLUSIVE and "interval too wide" in a.reason
+    # the counts still come first
+    a = claims.assess(m("C8", 3.6, (2.0, 6.0), evidence={"questions": 2, "rounds": 20}))
+    assert a.verdict == claims.INCONCLUSIVE and "2 questions" in a.reason
+    assert "any width if the whole interval lies below 46×" in claims.CLAIMS["C8"].gate.text()
+
+
 def test_a_gate_needs_its_evidence_reported() -> None:
     with pytest.raises(ValueError, match=r"evidence 'seeds', 'settings', 'query_points' not reported"):
         claims.judge(Measurement("C1", 0.8, (0.7, 0.9)))
