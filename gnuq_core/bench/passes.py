@@ -13,6 +13,9 @@ pass                        engine function
                             all parameters
 ``gradient_<group>``        the same over fewer parameters (``no_embeddings``, ``last_block``,
                             ``lm_head``)
+``backward_floor``          `gnuq_core.lm.floor.activation_backward`: the forward with autograd and
+                            the backward into the activations only, no parameter gradient and no
+                            norm: the least any exact gradient-norm pass costs
 ``reference``               `gnuq_core.lm.gradient._reference_pass`: the deliberately plain path
                             (full-vocabulary logits at every position, an ordinary backward
                             into every parameter's gradient) that the engine avoids
@@ -163,6 +166,7 @@ def make_passes(subject: Subject, q: Question, config: BenchConfig, clusterer: A
     """
     from gnuq_core.lm import gradient
     from gnuq_core.lm.baselines import p_true
+    from gnuq_core.lm.floor import activation_backward
     from gnuq_core.lm.decoding import generate, sample_answers
 
     m, tok = subject.model, subject.tokenizer
@@ -171,6 +175,7 @@ def make_passes(subject: Subject, q: Question, config: BenchConfig, clusterer: A
     passes = [
         Pass("generate", generate, (m, tok, q.prompt_ids), {"max_new_tokens": cap, "stop_at_newline": nl}),
         Pass("forward", gradient.answer_log_probs, pa),
+        Pass("backward_floor", activation_backward, pa),
         Pass("gradient", gradient.forward_backward, pa),
         *(Pass(f"gradient_{g}", gradient.forward_backward, pa, {"groups": g}) for g in GRAD_GROUPS),
         Pass("reference", gradient._reference_pass, pa, {"groups": None, "per_group": False}),

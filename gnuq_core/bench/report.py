@@ -48,7 +48,8 @@ def cost_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def floor_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
-    """Per model: gradient pass ÷ one no-grad forward (wall and CPU clock), target, split."""
+    """Per model: gradient pass ÷ one no-grad forward (wall and CPU clock), target, split, and
+    the floor (forward + backward into the activations, `passes.activation_backward`) ÷ forward."""
     rows = []
     for spec, e in res["models"].items():
         r = e["summary"]["ratios"].get("gradient_over_forward")
@@ -57,8 +58,10 @@ def floor_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
         rc = e["summary_cpu"]["ratios"]["gradient_over_forward"]
         sp = e["summary"]["gradient_split"]
         t = res.get("targets", {}).get(spec, {}).get("gradient_over_forward", {})
+        fl = e["summary"]["ratios"].get("backward_floor_over_forward")
         rows.append({"model": spec, "gradient ÷ forward": r["median"], "95% CI": f"[{r['ci'][0]:.2f}, {r['ci'][1]:.2f}]",
-                     "rounds": r["n"], "CPU-time ratio": rc["median"], "target ≤": t.get("threshold"),
+                     "rounds": r["n"], "CPU-time ratio": rc["median"],
+                     "floor ÷ forward": fl["median"] if fl else float("nan"), "target ≤": t.get("threshold"),
                      "verdict": ("met" if t.get("met") else "missed") if t else "",
                      "forward part (s)": sp["forward"]["median"], "backward part (s)": sp["backward"]["median"],
                      "post part (s)": sp["post"]["median"]})

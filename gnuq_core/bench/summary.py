@@ -155,6 +155,8 @@ def summarize_model(records: Sequence[dict[str, Any]], seed: int = 0, clock: str
     if "forward" in names:
         fwd = [u["forward"] for _, u in us]
         ratios["gradient_over_forward"] = ratio(grad, fwd)
+        if "backward_floor" in names:
+            ratios["backward_floor_over_forward"] = ratio([u["backward_floor"] for _, u in us], fwd)
         for g in GRAD_GROUPS:
             if f"gradient_{g}" in names:
                 ratios[f"gradient_{g}_over_forward"] = ratio([u[f"gradient_{g}"] for _, u in us], fwd)
