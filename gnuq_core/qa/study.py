@@ -407,6 +407,23 @@ def fill(profile: str, dataset: str, models: Sequence[str] | None = None, *, ove
     return done
 
 
+def campaign_progress(records: Sequence[Mapping[str, Any]], ids: Sequence[str]) -> dict[str, float]:
+    """How far a store file is, and what is left, from the records' own timings.
+
+    Returns ``{"done", "total", "process_hours", "median_seconds", "hours_left"}``:
+    ``process_hours`` sums each record's ``timings.total`` (the seconds its process spent on
+    it); ``hours_left`` is the missing questions times the median record time, also in
+    process-hours (wall time ≈ process-hours ÷ the number of ranks running side by side).
+    """
+    want = set(ids)
+    secs = [float(r["timings"]["total"]) for r in records
+            if r.get("id") in want and "total" in r.get("timings", {})]
+    done = len({r["id"] for r in records if r.get("id") in want})
+    median = float(np.median(secs)) if secs else float("nan")
+    return {"done": done, "total": len(want), "process_hours": sum(secs) / 3600, "median_seconds": median,
+            "hours_left": (len(want) - done) * median / 3600}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m gnuq_core.qa.study fill|merge|where ...`` (see `fill`)."""
     import argparse
@@ -460,10 +477,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.command == "merge":
                 print(f"{model}: {merge_shards(path, ids)} records merged into {path}")
             else:
-                have = {r["id"] for r in read_merged(path)[1]}
+                pr = campaign_progress(read_merged(path)[1], ids)
                 shards = ", ".join(p.name for p in shard_paths(path)) or "none"
-                print(f"{model}: {path} ({sum(i in have for i in ids)} of {len(ids)} questions done; "
-                      f"shards: {shards})")
+                cost = (f"; {pr['process_hours']:.1f} process-hours so far, median {pr['median_seconds']:.1f} s per "
+                        f"record, about {pr['hours_left']:.1f} process-hours left (wall time: divide by the ranks)"
+                        if pr["done"] else "")
+                print(f"{model}: {path} ({pr['done']} of {pr['total']} questions done; shards: {shards}{cost})")
         return 0
     except (ChapterError, ConfigMismatch, DataNotFound, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)

@@ -216,3 +216,15 @@ def test_the_store_check_recomputes_under_the_records_thread_count(tmp_path, mon
             qa_study.run_dataset(lm, items, cfg, progress=False, store=True, store_root=store, verify=1)
     finally:
         torch.set_num_threads(before)
+
+
+def test_campaign_progress_counts_the_requested_questions_and_their_record_times():
+    recs = [{"id": "a", "timings": {"total": 10.0}}, {"id": "b", "timings": {"total": 30.0}},
+            {"id": "x", "timings": {"total": 999.0}},  # not one of the requested questions
+            {"id": "c", "timings": {}}]  # a record without its total time still counts as done
+    pr = qa_study.campaign_progress(recs, ["a", "b", "c", "d", "e"])
+    assert pr["done"] == 3 and pr["total"] == 5
+    assert pr["process_hours"] == pytest.approx(40.0 / 3600) and pr["median_seconds"] == 20.0
+    assert pr["hours_left"] == pytest.approx(2 * 20.0 / 3600)
+    empty = qa_study.campaign_progress([], ["a"])
+    assert empty["done"] == 0 and np.isnan(empty["median_seconds"])
