@@ -252,7 +252,7 @@ glue("store_state", Markdown(
      "This edition reads the results store as it stands while the full campaign fills it in pieces "
      "(TruthfulQA first, then TriviaQA in the seeded order, so the stored questions are a uniform random "
      "subset). Stored records per model: " + "; ".join(
-         f"{SHORT.get(name, name)}: {NAMES[d]} {stored[name, d]} of {len(all_items[d])}"
+         f"{SHORT.get(name, name)}: {NAMES[d]} {stored[name, d]:,} of {len(all_items[d]):,}"
          for name in models for d in DATASETS) +
      ". The analysis uses the questions every model has answered, so the models are compared on the same "
      "questions; the claims' evidence gates (section 10) decide whether that is enough to judge.")),
@@ -924,8 +924,8 @@ for d in DATASETS:
         continue
     signal[d] = (f"on {NAMES[d]} {len(above)} of the {len(CLAIM_METHODS)} methods rank wrong answers above right "
                  f"ones better than chance (interval above 0.5)"
-                 + (f": {', '.join(score_name(m) for m in above)}" if above else "")
-                 + f"; the best is {score_name(best_d)} at {macro_res[d][best_d][0]:.3f} "
+                 + (f": {', '.join(f'*{score_name(m)}*' for m in above)}" if above else "")
+                 + f"; the best is *{score_name(best_d)}* at {macro_res[d][best_d][0]:.3f} "
                    f"{ci_text(*macro_res[d][best_d][1:3])}")
 glue("scale_signal", Markdown("- " + ";\n- ".join(signal[d] for d in DATASETS) + "."), display=False)
 
@@ -939,6 +939,31 @@ glue("scale_mirror", "; ".join(mirror) if mirror else "not measurable in this bu
 rho_p_len = [spearmanr(t["p"], t["n_tokens"]).statistic for t in tables.values()]
 glue("rho_p_len_min", float(np.nanmin(rho_p_len)), display=False)
 glue("rho_p_len_max", float(np.nanmax(rho_p_len)), display=False)
+
+# The same in one picture: each claim method's mean AUROC with its interval, per dataset.
+fig, axes = book.subplots(1, len(DATASETS), panel_height=3.4, sharey=True, squeeze=False)
+order = list(CLAIM_METHODS)[::-1]
+for ax, d in zip(axes[0], DATASETS):
+    for y, m in enumerate(order):
+        v, lo, hi = macro_res[d][m]
+        if np.isfinite(v):
+            ax.errorbar(v, y, xerr=[[v - lo], [hi - v]], fmt="o", ms=4, capsize=2,
+                        color="C3" if m in ("epistemic", "aleatoric", "combined") else "C0")
+    ax.axvline(0.5, color="k", ls=":", lw=0.8)
+    if d == "truthfulqa":
+        ax.plot([0.63], [order.index("combined")], marker="*", ms=10, color="C1", ls="none",
+                label="the paper's combined score on TruthfulQA (0.63)")
+    ax.set_title(NAMES[d])
+    ax.set_xlabel("mean AUROC over the models")
+ends = [x for d in DATASETS for m in order for x in macro_res[d][m][1:] if np.isfinite(x)]
+axes[0, 0].set_xlim(min([0.3, *ends]) - 0.02, max([0.7, *ends]) + 0.02)  # shared y, so set each panel's x
+for ax in axes[0, 1:]:
+    ax.set_xlim(axes[0, 0].get_xlim())
+axes[0, 0].set_yticks(range(len(order)))
+axes[0, 0].set_yticklabels([score_name(m) for m in order])
+fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center")
+glue("fig_scale", fig, display=False)
+plt.close(fig)
 
 # (4) The paper's reference values against this build's intervals.
 c6_ci = e6["ci"]
@@ -963,6 +988,13 @@ glue("scale_ptrue", "; ".join(f"{NAMES[d]} {v[0]:.3f} {ci_text(*v[1:3])}, {chanc
 # bootstrap interval:
 #
 # {glue:md}`scale_signal`
+#
+# ```{glue:figure} fig_scale
+# Each method's AUROC for flagging a wrong answer, averaged over the models, with its 95 %
+# bootstrap interval (red: the paper's gradient scores; blue: the baselines; dotted:
+# chance; star: the paper's TruthfulQA value for the combined score). A method without
+# enough right and wrong answers in this build has no point.
+# ```
 #
 # **What does the epistemic score rank by?** The epistemic score is $p^2$ times the gradient
 # term (section 5). Its mean AUROC and that of the plain sequence-probability baseline
