@@ -18,8 +18,8 @@
 # code (`gnuq_core/repro/claims.py`), applied to the number its chapter measured in this
 # build. Before a rule may judge, the claim's **evidence gate** checks that the data can
 # decide (enough seeds, settings, questions, correct and wrong answers; an interval no
-# wider than the rule allows); otherwise the verdict is *inconclusive* and the ledger says
-# why. A claim whose chapter is not in the book yet is marked *not yet measured*; a
+# wider than the rule allows, unless the whole interval lies where no value could reproduce
+# the claim); otherwise the verdict is *inconclusive* and the ledger says why. A claim whose chapter is not in the book yet is marked *not yet measured*; a
 # chapter that ran but did not report a claim it owns fails this page's build.
 
 # %% tags=["parameters"]
