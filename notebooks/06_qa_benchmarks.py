@@ -907,10 +907,9 @@ glue("scale_coverage", Markdown("The numbers in this section rest on " + " and "
 # (1) Do the models know the answers? Accuracy and the number of correct answers.
 know = []
 for name in models:
-    for d in DATASETS:
-        t = tables[name, d]
-        know.append(f"{SHORT.get(name, name)} answers {t['correct'].mean():.0%} of {NAMES[d]} correctly "
-                    f"({int(t['correct'].sum())} of {len(t)})")
+    parts = [f"{tables[name, d]['correct'].mean():.0%} of {NAMES[d]} ({int(tables[name, d]['correct'].sum()):,} of "
+             f"{len(tables[name, d]):,})" for d in DATASETS]
+    know.append(f"{SHORT.get(name, name)} answers {' and '.join(parts)} correctly")
 glue("scale_know", "; ".join(know), display=False)
 
 # (2) Is there any signal? Claim methods whose mean AUROC interval lies above chance, per dataset.
