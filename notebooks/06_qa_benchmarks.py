@@ -859,12 +859,10 @@ glue("c9_diff_hi", float(c9_diff[2]), display=False)
 # ```{admonition} Reading these numbers
 # :class: warning
 # The models here have 135 M and 270 M parameters, 25–50 times fewer than the smallest
-# model in the paper. Most of their answers are wrong (see the accuracy table), so the
-# AUROCs rest on a handful of correct answers; the sequence probability $p$ spans many
-# orders of magnitude and tracks answer length; and self-evaluation (P(True)) from a model
-# this small is unreliable. The quick profile uses a few dozen questions per model, so
-# every interval is wide; the full profile (all 817 + 2,933 questions per model) is the one
-# to cite.
+# model in the paper, and most of their answers are wrong (section 3). Section 11 reads the
+# verdicts against that scale. A preview profile uses a few dozen questions per model, so
+# every interval is wide; the paper edition (all 817 + 2,933 questions per model, once the
+# campaign is complete) is the one to cite.
 # ```
 
 # %% [markdown]
