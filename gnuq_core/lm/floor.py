@@ -46,4 +46,4 @@ def activation_backward(model: Any, prompt_ids: Sequence[int], answer_ids: Seque
     finally:
         for p, f in zip(params, flags):
             p.requires_grad_(f)
-    return float(log_p)
+    return float(log_p.detach())
