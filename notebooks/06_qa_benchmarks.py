@@ -76,6 +76,7 @@ store_verify = 2  # stored questions recomputed and compared per model and datas
 torch_threads = 0  # 0 keeps the torch default; 1 is faster on a machine shared with other jobs
 
 # %% tags=["remove-cell"]
+import dataclasses
 import gc
 import logging
 import os
@@ -744,9 +745,22 @@ settings = {"profile": profile, "models": models, "n_truthfulqa": len(subsets["t
 tf, tq = macro_res["truthfulqa"], macro_res["triviaqa"]
 m6, m7 = (headline.auroc_measurement(c, {name: tables[name, headline.CLAIM_SCORES[c][0]] for name in models},
                                      settings, n_boot=n_boot, seed=seed) for c in ("C6", "C7"))
-e6, e7 = claims.record(m6), claims.record(m7)
 m9 = headline.transfer_measurement(tr_results, settings)
-e9 = claims.record(m9)
+
+
+def partial_note(datasets: tuple[str, ...]) -> str:
+    """The ledger's caveat while the campaign is still filling the store (else empty)."""
+    short = [d for d in datasets if len(subsets[d]) < len(all_items[d])]
+    if not (reading_only and short):
+        return ""
+    return ("measured on the questions every model has answered so far: " +
+            ", ".join(f"{len(subsets[d]):,} of {len(all_items[d]):,} {NAMES[d]}" for d in short) +
+            " (the QA campaign is still filling the results store)")
+
+
+m6, m7, m9 = (dataclasses.replace(m, note=partial_note(ds)) for m, ds in
+              ((m6, ("truthfulqa",)), (m7, ("triviaqa",)), (m9, DATASETS)))
+e6, e7, e9 = claims.record(m6), claims.record(m7), claims.record(m9)
 within = m9.details["within_model_balanced_accuracy"]
 
 claim_tab = pd.DataFrame([
