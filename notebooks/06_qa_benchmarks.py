@@ -962,17 +962,15 @@ for ax, d in zip(axes[0], DATASETS):
                         color="C3" if m in ("epistemic", "aleatoric", "combined") else "C0")
     ax.axvline(0.5, color="k", ls=":", lw=0.8)
     if d == "truthfulqa":
-        ax.plot([0.63], [order.index("combined")], marker="*", ms=10, color="C1", ls="none",
-                label="the paper's combined score on TruthfulQA (0.63)")
+        ax.plot([0.63], [order.index("combined")], marker="*", ms=10, color="C1", ls="none")  # the paper's value
     ax.set_title(NAMES[d])
-    ax.set_xlabel("mean AUROC over the models")
+fig.supxlabel("mean AUROC over the models", fontsize=plt.rcParams["axes.labelsize"])
 ends = [x for d in DATASETS for m in order for x in macro_res[d][m][1:] if np.isfinite(x)]
 axes[0, 0].set_xlim(min([0.3, *ends]) - 0.02, max([0.7, *ends]) + 0.02)  # shared y, so set each panel's x
 for ax in axes[0, 1:]:
     ax.set_xlim(axes[0, 0].get_xlim())
 axes[0, 0].set_yticks(range(len(order)))
 axes[0, 0].set_yticklabels([score_name(m) for m in order])
-fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center")
 glue("fig_scale", fig, display=False)
 plt.close(fig)
 
@@ -1003,7 +1001,7 @@ glue("scale_ptrue", "; ".join(f"{NAMES[d]} {v[0]:.3f} {ci_text(*v[1:3])}, {chanc
 # ```{glue:figure} fig_scale
 # Each method's AUROC for flagging a wrong answer, averaged over the models, with its 95 %
 # bootstrap interval (red: the paper's gradient scores; blue: the baselines; dotted:
-# chance; star: the paper's TruthfulQA value for the combined score). A method without
+# chance; orange star: the paper's 0.63 for the combined score on TruthfulQA). A method without
 # enough right and wrong answers in this build has no point.
 # ```
 #
