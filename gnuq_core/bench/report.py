@@ -49,7 +49,7 @@ def cost_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
 
 def floor_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
     """Per model: gradient pass ÷ one no-grad forward (wall and CPU clock), target, split, and
-    the floor (forward + backward into the activations, `passes.activation_backward`) ÷ forward."""
+    the floor (forward + backward into the activations, `gnuq_core.lm.floor.activation_backward`) ÷ forward."""
     rows = []
     for spec, e in res["models"].items():
         r = e["summary"]["ratios"].get("gradient_over_forward")
