@@ -840,7 +840,8 @@ glue("c9_diff_lo", float(c9_diff[1]), display=False)
 glue("c9_diff_hi", float(c9_diff[2]), display=False)
 
 # %% [markdown]
-# {glue:md}`qa_gate_reasons`
+# ```{glue} qa_gate_reasons
+# ```
 #
 # The table lists each method's mean AUROC over the models with its interval (the last
 # three rows are the decomposition scores, not part of the claims). One contrast to read
@@ -922,7 +923,7 @@ for name in models:
     parts = [f"{tables[name, d]['correct'].mean():.0%} of {NAMES[d]} ({int(tables[name, d]['correct'].sum()):,} of "
              f"{len(tables[name, d]):,})" for d in DATASETS]
     know.append(f"{SHORT.get(name, name)} answers {' and '.join(parts)} correctly")
-glue("scale_know", "; ".join(know), display=False)
+glue("scale_know", Markdown("; ".join(know)), display=False)
 
 # (2) Is there any signal? Claim methods whose mean AUROC interval lies above chance, per dataset.
 signal = {}
@@ -946,7 +947,7 @@ for d in DATASETS:
     e, q = macro_res[d]["epistemic"], macro_res[d]["max_seq_prob"]
     if np.isfinite(e[0]) and np.isfinite(q[0]):
         mirror.append(f"{NAMES[d]}: epistemic {e[0]:.3f}, −log p {q[0]:.3f}, sum {e[0] + q[0]:.3f}")
-glue("scale_mirror", "; ".join(mirror) if mirror else "not measurable in this build", display=False)
+glue("scale_mirror", Markdown("; ".join(mirror) if mirror else "not measurable in this build"), display=False)
 rho_p_len = [spearmanr(t["p"], t["n_tokens"]).statistic for t in tables.values()]
 glue("rho_p_len_min", float(np.nanmin(rho_p_len)), display=False)
 glue("rho_p_len_max", float(np.nanmax(rho_p_len)), display=False)
@@ -985,18 +986,20 @@ glue("scale_c6_paper", Markdown(
 glue("scale_c6_chance", chance_word(*c6_ci) if e6["evidence"]["models"] else "not measurable", display=False)
 glue("scale_c7_chance", chance_word(*e7["ci"]) if e7["evidence"]["models"] else "not measurable", display=False)
 ptrue = {d: macro_res[d]["p_true"] for d in DATASETS}
-glue("scale_ptrue", "; ".join(f"{NAMES[d]} {v[0]:.3f} {ci_text(*v[1:3])}, {chance_word(v[1], v[2])}"
-                              for d, v in ptrue.items() if np.isfinite(v[0])) or "not measurable", display=False)
+glue("scale_ptrue", Markdown("; ".join(f"{NAMES[d]} {v[0]:.3f} {ci_text(*v[1:3])}, {chance_word(v[1], v[2])}"
+                                       for d, v in ptrue.items() if np.isfinite(v[0])) or "not measurable"),
+     display=False)
 
 # %% [markdown]
-# **Do the models know the answers?** {glue:text}`scale_know`. For a model that is right
+# **Do the models know the answers?** {glue:md}`scale_know`. For a model that is right
 # most of the time, wrong answers are the exception a score must find; here they are the
 # rule, and the few right answers are what every AUROC rests on.
 #
 # **Is there any signal to find?** Mean AUROC over the models, each method with its
 # bootstrap interval:
 #
-# {glue:md}`scale_signal`
+# ```{glue} scale_signal
+# ```
 #
 # ```{glue:figure} fig_scale
 # Each method's AUROC for flagging a wrong answer, averaged over the models, with its 95 %
@@ -1007,7 +1010,7 @@ glue("scale_ptrue", "; ".join(f"{NAMES[d]} {v[0]:.3f} {ci_text(*v[1:3])}, {chanc
 #
 # **What does the epistemic score rank by?** The epistemic score is $p^2$ times the gradient
 # term (section 5). Its mean AUROC and that of the plain sequence-probability baseline
-# ($-\log p$, the same $p$ with the opposite orientation) are {glue:text}`scale_mirror`. A
+# ($-\log p$, the same $p$ with the opposite orientation) are {glue:md}`scale_mirror`. A
 # sum near 1 means the epistemic score is the mirror image of a confidence score: it ranks
 # answers by how *probable* they are, and probable answers are the right ones more often, so
 # it flags right answers. The paper's argument needs the gradient term to carry signal of
@@ -1020,7 +1023,7 @@ glue("scale_ptrue", "; ".join(f"{NAMES[d]} {v[0]:.3f} {ci_text(*v[1:3])}, {chanc
 # **How do the paper's numbers compare?** {glue:md}`scale_c6_paper`; the combined score
 # itself is {glue:text}`scale_c6_chance`. On TriviaQA the paper finds the epistemic score near chance;
 # here it is {glue:text}`scale_c7_chance`. The paper's other TriviaQA finding, P(True)
-# best, needs a model that can judge its own answers; P(True) here: {glue:text}`scale_ptrue`.
+# best, needs a model that can judge its own answers; P(True) here: {glue:md}`scale_ptrue`.
 #
 # What this does and does not say about the method: the isotropic estimate is computed
 # exactly here (chapter 80 checks it against plain autograd on both models), so the
