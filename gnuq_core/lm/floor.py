@@ -14,7 +14,8 @@ from typing import Any
 
 import torch
 
-from gnuq_core.lm.anatomy import _decoder, _device, _logit_transform, _up
+from gnuq_core.estimators.hooks import hooked_sq_norms
+from gnuq_core.lm.anatomy import _decoder, _device, _logit_transform, _unique_params, _up
 
 __all__ = ["activation_backward"]
 
@@ -25,25 +26,19 @@ def activation_backward(model: Any, prompt_ids: Sequence[int], answer_ids: Seque
     Every exact ``‖∇θ log p‖²`` needs the gradient of log p at every layer's output, so one
     forward with autograd and one backward through all layers (LM head at the answer
     positions only, as in `gnuq_core.lm.gradient.forward_backward`) is the least it can cost.
-    No parameter requires grad here (flags restored on return), so no weight-gradient product
+    No parameter requires grad here (`gnuq_core.estimators.hooks.hooked_sq_norms` with
+    nothing selected; flags and ``.grad`` restored on return), so no weight-gradient product
     and no norm is computed: what the gradient pass costs beyond this is what its norms cost.
     """
-    params = list(model.parameters())
-    flags = [p.requires_grad for p in params]
     ids = torch.tensor([list(prompt_ids) + list(answer_ids)], device=_device(model))
     n_p = len(prompt_ids)
-    try:
-        for p in params:
-            p.requires_grad_(False)
-        with torch.enable_grad():
-            with torch.no_grad():
-                emb = model.get_input_embeddings()(ids)
-            emb.requires_grad_(True)
-            h = _decoder(model)(inputs_embeds=emb, use_cache=False).last_hidden_state[0, n_p - 1:-1]
-            z = _up(_logit_transform(model, model.get_output_embeddings()(h)))
-            log_p = torch.log_softmax(z, -1).gather(1, ids[0, n_p:, None]).sum()
-            log_p.backward()
-    finally:
-        for p, f in zip(params, flags):
-            p.requires_grad_(f)
+    params, _ = _unique_params(model)
+    with hooked_sq_norms(params, selected=()), torch.enable_grad():  # no parameter requires grad
+        with torch.no_grad():
+            emb = model.get_input_embeddings()(ids)
+        emb.requires_grad_(True)
+        h = _decoder(model)(inputs_embeds=emb, use_cache=False).last_hidden_state[0, n_p - 1:-1]
+        z = _up(_logit_transform(model, model.get_output_embeddings()(h)))
+        log_p = torch.log_softmax(z, -1).gather(1, ids[0, n_p:, None]).sum()
+        log_p.backward()
     return float(log_p.detach())
