@@ -41,29 +41,18 @@ CLAIM_BEST: dict[str, str] = {"C6": "combined", "C7": "p_true"}
 _NAN3: Interval = (float("nan"), float("nan"), float("nan"))
 
 
-class _Replicates:
-    """Each model table's AUROC and bootstrap replicates per score, computed once.
-
-    A claim compares every method with the best one on the same resamples; without the memo
-    the best method's replicates would be recomputed once per comparison (at 2,933
-    questions and 2,000 resamples, seconds each).
-    """
-
-    def __init__(self, n_boot: int, seed: int) -> None:
-        self.n_boot, self.seed = n_boot, seed
-        self._memo: dict[tuple[int, str], tuple[float, np.ndarray]] = {}
-
-    def __call__(self, t: Any, score: str) -> tuple[float, np.ndarray]:
-        key = (id(t), score)
-        if key not in self._memo:
-            y, s = t["incorrect"].to_numpy(float), t[score].to_numpy(float)
-            self._memo[key] = (_auroc.auroc(y, s),
-                               _auroc.bootstrap_replicates(y, s, n_boot=self.n_boot, seed=self.seed))
-        return self._memo[key]
+def _memo(replicates: _auroc.AurocReplicates | None, n_boot: int, seed: int) -> _auroc.AurocReplicates:
+    """``replicates`` if it was made with ``n_boot`` and ``seed``, a fresh memo if it is None."""
+    if replicates is None:
+        return _auroc.AurocReplicates(n_boot, seed)
+    if (replicates.n_boot, replicates.seed) != (n_boot, seed):
+        raise ValueError(f"the shared replicates were made with n_boot={replicates.n_boot}, seed={replicates.seed}, "
+                         f"not n_boot={n_boot}, seed={seed}: make one AurocReplicates per setting")
+    return replicates
 
 
 def mean_auroc_over_models(tables: Iterable[Any], score: str, *, min_per_class: int, n_boot: int,
-                           seed: int, _reps: _Replicates | None = None) -> Interval:
+                           seed: int, replicates: _auroc.AurocReplicates | None = None) -> Interval:
     """Mean over models of the AUROC of ``score`` for ``incorrect``, with a bootstrap CI.
 
     Parameters
@@ -76,6 +65,9 @@ def mean_auroc_over_models(tables: Iterable[Any], score: str, *, min_per_class: 
         Fewest correct (and wrong) answers for a model to count.
     n_boot, seed : int
         Bootstrap resamples and their seed (the same seed for every model and score).
+    replicates : AurocReplicates, optional
+        A memo shared by several calls (same ``n_boot`` and ``seed``), so that each table's
+        replicates of a score are computed once; a fresh one by default.
 
     Returns
     -------
@@ -83,7 +75,7 @@ def mean_auroc_over_models(tables: Iterable[Any], score: str, *, min_per_class: 
         NaN if any model lacks the score (a pass that did not run) or no model counts.
     """
     scores.get(score)
-    reps = _reps or _Replicates(n_boot, seed)
+    reps = _memo(replicates, n_boot, seed)
     return _mean_over_models(tables, (score,), lambda y, t: reps(t, score), min_per_class)
 
 
@@ -129,16 +121,17 @@ def best_score(res: Mapping[str, Interval], names: Iterable[str] | None = None) 
 
 
 def mean_difference_over_models(tables: Iterable[Any], a: str, b: str, *, min_per_class: int, n_boot: int,
-                                seed: int, _reps: _Replicates | None = None) -> Interval:
+                                seed: int, replicates: _auroc.AurocReplicates | None = None) -> Interval:
     """Mean over models of AUROC(``a``) − AUROC(``b``) with a paired bootstrap CI.
 
     Within a model both scores are evaluated on the same resampled questions (the
     resamples of `gnuq_core.qa.auroc.bootstrap_replicates` with ``seed``), so the interval
     is that of the difference, not of two independent AUROCs; the models' replicates are
     averaged as in `mean_auroc_over_models`. NaN where a score is missing or no model counts.
+    ``replicates`` is an optional shared memo, as in `mean_auroc_over_models`.
     """
 
-    reps = _reps or _Replicates(n_boot, seed)
+    reps = _memo(replicates, n_boot, seed)
 
     def one_model(y: np.ndarray, t: Any) -> tuple[float, np.ndarray]:
         (pa, ra), (pb, rb) = reps(t, a), reps(t, b)
@@ -208,7 +201,8 @@ def auroc_measurement(claim: str, tables: Mapping[str, Any], settings: Mapping[s
     if claim not in CLAIM_SCORES:
         raise ValueError(f"claim {claim!r} is not an AUROC claim; use one of {', '.join(CLAIM_SCORES)}")
     methods = scores.names(claim=True)
-    kw = dict(min_per_class=min_per_class, n_boot=n_boot, seed=seed, _reps=_Replicates(n_boot, seed))
+    kw = dict(min_per_class=min_per_class, n_boot=n_boot, seed=seed,
+              replicates=_auroc.AurocReplicates(n_boot, seed))
     res = mean_aurocs(list(tables.values()), methods, **kw)
     value, ci = _finite_or_chance(res[CLAIM_SCORES[claim][1]])
     best = CLAIM_BEST[claim]

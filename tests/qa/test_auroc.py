@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from sklearn.metrics import roc_auc_score
+
+from gnuq_core.qa import auroc as qa_auroc
 
 from gnuq_core.qa.auroc import (
     _auroc_rows,
@@ -81,3 +84,26 @@ def test_bad_input_is_named() -> None:
         auroc([0, 1], [0.0, float("nan")])
     with pytest.raises(ValueError, match="0/1"):
         auroc([0, 2], [0.0, 1.0])
+
+
+def test_replicates_memo_computes_each_column_once_and_equals_the_functions(monkeypatch) -> None:
+    t = pd.DataFrame({"incorrect": [1, 0, 1, 0, 1, 0], "a": [0.9, 0.1, 0.4, 0.5, 0.8, 0.3],
+                      "b": [0.2, 0.3, 0.9, 0.1, 0.5, 0.6]})
+    reps = qa_auroc.AurocReplicates(n_boot=100, seed=4)
+    point, r = reps(t, "a")
+    assert point == qa_auroc.auroc(t["incorrect"], t["a"])
+    np.testing.assert_array_equal(r, qa_auroc.bootstrap_replicates(t["incorrect"], t["a"], n_boot=100, seed=4))
+    calls = []
+    monkeypatch.setattr(qa_auroc, "bootstrap_replicates", lambda *a, **k: calls.append(a) or np.zeros(1))
+    assert reps(t, "a")[0] == point and calls == []  # from the memo
+    reps(t, "b")
+    assert len(calls) == 1  # a new column is computed
+
+
+def test_shared_replicates_must_match_the_bootstrap_settings() -> None:
+    from gnuq_core.qa import headline
+
+    t = pd.DataFrame({"incorrect": [1, 0, 1, 0], "epistemic": [0.9, 0.1, 0.4, 0.5]})
+    with pytest.raises(ValueError, match="n_boot=100, seed=4, not n_boot=200, seed=4"):
+        headline.mean_auroc_over_models([t], "epistemic", min_per_class=1, n_boot=200, seed=4,
+                                        replicates=qa_auroc.AurocReplicates(100, 4))
