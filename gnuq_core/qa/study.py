@@ -35,7 +35,7 @@ from gnuq_core.repro.paths import cache_dir
 
 __all__ = ["CATEGORY_GROUPS", "category_group", "select_items", "run_path",
            "run_dataset", "group_norms_of", "chapter_config", "fill", "variant_costs", "score_table", "group_scores",
-           "aligned"]
+           "aligned", "campaign_progress", "progress_table"]
 
 CATEGORY_GROUPS: dict[str, tuple[str, ...]] = {
     "Misconceptions & myths": ("Misconceptions", "Misconceptions: Topical", "Myths and Fairytales", "Superstitions",
@@ -424,6 +424,28 @@ def campaign_progress(records: Sequence[Mapping[str, Any]], ids: Sequence[str]) 
             "hours_left": (len(want) - done) * median / 3600}
 
 
+def progress_table(rows: Sequence[tuple[str, str, Mapping[str, float]]], ranks: int = 2) -> str:
+    """The campaign's progress as a Markdown table, one row per ``(model, dataset, progress)``
+    (`campaign_progress`), with a total row; wall time is process time ÷ ``ranks`` (ranks
+    side by side, one thread each)."""
+    def h(x: float) -> str:
+        return "—" if not x or not np.isfinite(x) else f"{x:.1f}"
+
+    lines = ["| model × dataset | records | process-hours so far | median s per record | process-hours left |",
+             "| --- | --- | --- | --- | --- |"]
+    for model, dataset, pr in rows:
+        med = f"{pr['median_seconds']:.1f}" if np.isfinite(pr["median_seconds"]) else "—"
+        lines.append(f"| {model} × {dataset} | {pr['done']:,} of {pr['total']:,} | {h(pr['process_hours'])} | {med} "
+                     f"| {h(pr['hours_left'])} |")
+    spent = sum(pr["process_hours"] for _, _, pr in rows)
+    left = sum(pr["hours_left"] if np.isfinite(pr["hours_left"]) else 0.0 for _, _, pr in rows)
+    done = sum(pr["done"] for _, _, pr in rows)
+    total = sum(pr["total"] for _, _, pr in rows)
+    lines.append(f"| **all** | {done:,} of {total:,} | {spent:.1f} (≈ {spent / ranks:.1f} h of wall time on {ranks} "
+                 f"ranks) | | {h(left)} (≈ {left / ranks:.1f} h) |")
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m gnuq_core.qa.study fill|merge|where ...`` (see `fill`)."""
     import argparse
@@ -439,7 +461,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, text in cmds.items():
         c = sub.add_parser(name, help=text)
         c.add_argument("--profile", default="full", help="chapter profile (default: full)")
-        c.add_argument("--dataset", required=True, choices=list(SIZE_PARAMETER))
+        if name == "where":
+            c.add_argument("--dataset", required=True, nargs="+", choices=list(SIZE_PARAMETER))
+            c.add_argument("--markdown", action="store_true",
+                           help="print the progress of every model and dataset as one Markdown table")
+        else:
+            c.add_argument("--dataset", required=True, choices=list(SIZE_PARAMETER))
         c.add_argument("--model", action="append", default=None,
                        help="model alias or path (repeatable; default: the chapter's models)")
         c.add_argument("--set", dest="overrides", action="append", default=[], metavar="NAME=VALUE",
@@ -471,18 +498,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not params["use_results_store"]:
             raise ValueError(f"profile {args.profile!r} keeps QA records in the local cache, not the results store: "
                              "use a profile with use_results_store (full)")
-        ids = [it.id for it in chapter_items(args.dataset, params, args.data_dir)]
-        for model in args.model or params["models"]:
-            path = store_file(_config(model, params), args.dataset, args.store_root)
-            if args.command == "merge":
+        if args.command == "merge":
+            ids = [it.id for it in chapter_items(args.dataset, params, args.data_dir)]
+            for model in args.model or params["models"]:
+                path = store_file(_config(model, params), args.dataset, args.store_root)
                 print(f"{model}: {merge_shards(path, ids)} records merged into {path}")
-            else:
+            return 0
+        rows = []
+        for dataset in args.dataset:
+            ids = [it.id for it in chapter_items(dataset, params, args.data_dir)]
+            for model in args.model or params["models"]:
+                path = store_file(_config(model, params), dataset, args.store_root)
                 pr = campaign_progress(read_merged(path)[1], ids)
+                rows.append((model, dataset, pr))
+                if args.markdown:
+                    continue
                 shards = ", ".join(p.name for p in shard_paths(path)) or "none"
                 cost = (f"; {pr['process_hours']:.1f} process-hours so far, median {pr['median_seconds']:.1f} s per "
                         f"record, about {pr['hours_left']:.1f} process-hours left (wall time: divide by the ranks)"
                         if pr["done"] else "")
-                print(f"{model}: {path} ({pr['done']} of {pr['total']} questions done; shards: {shards}{cost})")
+                print(f"{model} × {dataset}: {path} ({pr['done']} of {pr['total']} questions done; "
+                      f"shards: {shards}{cost})")
+        if args.markdown:
+            print(progress_table(rows))
         return 0
     except (ChapterError, ConfigMismatch, DataNotFound, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)

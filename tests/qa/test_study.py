@@ -228,3 +228,27 @@ def test_campaign_progress_counts_the_requested_questions_and_their_record_times
     assert pr["hours_left"] == pytest.approx(2 * 20.0 / 3600)
     empty = qa_study.campaign_progress([], ["a"])
     assert empty["done"] == 0 and np.isnan(empty["median_seconds"])
+
+
+def test_progress_table_rows_and_total():
+    done = qa_study.campaign_progress([{"id": "a", "timings": {"total": 3600.0}}], ["a", "b"])
+    empty = qa_study.campaign_progress([], ["a", "b", "c"])
+    table = qa_study.progress_table([("m1", "truthfulqa", done), ("m2", "triviaqa", empty)], ranks=2)
+    lines = table.splitlines()
+    assert lines[2] == "| m1 × truthfulqa | 1 of 2 | 1.0 | 3600.0 | 1.0 |"
+    assert lines[3] == "| m2 × triviaqa | 0 of 3 | — | — | — |"  # nothing done: no rate to project
+    assert lines[4] == "| **all** | 1 of 5 | 1.0 (≈ 0.5 h of wall time on 2 ranks) | | 1.0 (≈ 0.5 h) |"
+
+
+def test_where_markdown_prints_one_table_for_every_dataset(tmp_path, capsys):
+    from tests.qa.test_data import write_fixture
+
+    data = str(write_fixture(tmp_path / "data"))
+    rc = qa_study.main(["where", "--dataset", "truthfulqa", "triviaqa", "--markdown", "--data-dir", data,
+                        "--store-root", str(tmp_path / "store"), "--model", "m"])
+    out = capsys.readouterr().out.splitlines()
+    assert rc == 0
+    assert [line.split(" | ")[0] for line in out[2:]] == ["| m × truthfulqa", "| m × triviaqa", "| **all**"]
+    with pytest.raises(SystemExit) as bad:  # argparse: one usage line, exit code 2
+        qa_study.main(["where", "--dataset", "nosuch", "--data-dir", data])
+    assert bad.value.code == 2
