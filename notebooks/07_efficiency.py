@@ -164,13 +164,17 @@ glue("machine_cpu", Markdown(f"{mach['cpu']} ({mach['cores']} cores, {mach['torc
      display=False)
 glue("load_avg", float(mach.get("load_average", [float("nan")])[0]), display=False)
 glue("clusterer_name", Markdown(res["clusterer"]), display=False)
+parts = report.section_rows(res)[:3]
+glue("largest_parts", Markdown("; ".join(f"{r['part']} {r['seconds']:.0f} s ({r['share']})" for r in parts)),
+     display=False)
 
 # %% [markdown]
 # The run timed {glue:text}`n_models` models on {glue:text}`n_q_total` questions in
 # {glue:text}`bench_wall:.0f` s on {glue:md}`machine_cpu`; the load average (other
 # processes competing for the cores) was {glue:text}`load_avg:.1f` when it started, which
 # is why absolute times are noisy and ratios are measured side by side. Clustering for
-# semantic entropy used {glue:md}`clusterer_name`.
+# semantic entropy used {glue:md}`clusterer_name`. The largest parts of the run were:
+# {glue:md}`largest_parts`.
 #
 # ## The cost table
 #

@@ -13,7 +13,7 @@ import numpy as np
 from gnuq_core.bench.summary import TARGET_CAMPAIGN_HOURS, method_costs
 
 __all__ = ["pass_rows", "cost_rows", "floor_rows", "speedup_rows", "throughput_rows", "campaign_rows",
-           "memory_rows", "format_table", "SHARE_PASSES"]
+           "memory_rows", "section_rows", "format_table", "SHARE_PASSES"]
 
 SHARE_PASSES = ("generate", "sample", "gradient", "p_true", "cluster")
 
@@ -179,5 +179,17 @@ def format_table(res: dict[str, Any]) -> str:
                 verdict = ("met" if t["met"] else "MISSED") if "met" in t else (
                     "within paper range" if t["within_paper_range"] else "below paper range")
                 lines.append(f"  {spec} {k}: {_f(t['value'])} -> {verdict}")
+    rows = section_rows(res)
+    if rows:
+        lines += ["", "== Where the run's wall time went, seconds", *_text_table(rows)]
     lines.append(f"wall time {_f(res.get('wall_seconds', float('nan')), '.0f')} s")
     return "\n".join(lines)
+
+
+def section_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
+    """The run's parts with their wall seconds and share of the run (``section_seconds``),
+    largest first; empty for runs made before it was recorded."""
+    wall = res.get("wall_seconds") or float("nan")
+    out = [{"part": name, "seconds": round(sec, 1), "share": f"{sec / wall:.0%}" if wall == wall else "—"}
+           for name, sec in res.get("section_seconds", {}).items()]
+    return sorted(out, key=lambda r: -r["seconds"])

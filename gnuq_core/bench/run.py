@@ -4,18 +4,21 @@ Per model: the timed passes (`gnuq_core.bench.passes`) on a fixed set of questio
 summaries (`gnuq_core.bench.summary`), cost against length (`gnuq_core.bench.scaling`),
 a profiler table (`gnuq_core.bench.profiler`), records per hour of the whole QA pipeline
 (`gnuq_core.bench.throughput`); then peak memory (`gnuq_core.bench.memory`, a separate
-process on CPU), the size ladder, the full-study estimate and the targets.
+process on CPU), the size ladder, the full-study estimate and the targets. ``section_seconds``
+records the wall time of each part (per model and overall), so that a run that takes too
+long (the efficiency chapter's share of the book's budget) shows where to cut.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import os
 import platform
 import shutil
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from typing import Any
 
@@ -30,7 +33,26 @@ from gnuq_core.bench.subjects import Subject, gradient_bytes, load_subject, work
 from gnuq_core.bench.summary import summarize_model, targets
 from gnuq_core.bench.throughput import campaign, measure_throughput, study_sizes, throughput_items
 
-__all__ = ["run", "environment"]
+__all__ = ["run", "environment", "Sections"]
+
+
+class Sections:
+    """Wall seconds of named parts of a run, in the order they ran.
+
+    ``with sections("passes"):`` adds the block's wall time to ``sections.seconds["passes"]``
+    (also when the block raises).
+    """
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t0
 
 
 def environment(device: str) -> dict[str, Any]:
@@ -61,7 +83,9 @@ def _quiet_loading() -> None:
 
 def _model_entry(sub: Subject, qs: list[Question], config: BenchConfig, clusterer: Any, progress: bool,
                  say: Callable[[str], None]) -> dict[str, Any]:
-    recs = time_questions(sub, qs, config, clusterer, progress)
+    part = Sections()
+    with part("timed passes (inputs prepared untimed)"):
+        recs = time_questions(sub, qs, config, clusterer, progress)
     entry: dict[str, Any] = {"params": sub.params, "gradient_bytes": gradient_bytes(sub.model), "style": sub.style,
                              "synthetic": sub.synthetic, "load_seconds": sub.load_seconds,
                              "architecture": type(sub.model).__name__, "questions": recs,
@@ -70,9 +94,12 @@ def _model_entry(sub: Subject, qs: list[Question], config: BenchConfig, clustere
     rep = sorted(qs, key=lambda q: len(q.prompt_ids))[len(qs) // 2]  # median-length prompt
     if config.answer_lengths or config.prompt_lengths:
         say(f"[bench] {sub.spec}: length sweep")
-        entry["sweeps"] = length_sweep(sub, config, rep.prompt_ids, progress)
+        with part("sweeps"):
+            entry["sweeps"] = length_sweep(sub, config, rep.prompt_ids, progress)
     if config.profile:
-        entry["profile"] = profile_ops(sub, rep)
+        with part("profile"):
+            entry["profile"] = profile_ops(sub, rep)
+    entry["section_seconds"] = part.seconds
     return entry
 
 
@@ -98,11 +125,15 @@ def run(config: BenchConfig, *, data_dir: str | None = None, progress: bool = Tr
         clusterer, res["clusterer"] = clusterer_for(config.clusterer)
         mem_jobs: list[tuple[Subject, Question]] = []
         sizes: dict[str, int] | None = None
+        overall = Sections()
+        res["section_seconds"] = overall.seconds
         for spec in config.models:
             say(f"[bench] {spec}: loading")
-            sub = load_subject(spec, config.device, config.dtype, config.seed)
-            qs = build_questions(sub, config, data_dir)
+            with overall(f"{spec}: loading"):
+                sub = load_subject(spec, config.device, config.dtype, config.seed)
+                qs = build_questions(sub, config, data_dir)
             entry = _model_entry(sub, qs, config, clusterer, progress, say)
+            overall.seconds.update({f"{spec}: {name}": sec for name, sec in entry.pop("section_seconds").items()})
             res["models"][spec] = entry
 
             def save(tp: dict[str, Any] | None = None, entry: dict[str, Any] = entry) -> None:
@@ -117,8 +148,9 @@ def run(config: BenchConfig, *, data_dir: str | None = None, progress: bool = Tr
                 say(f"[bench] {spec}: records per hour")
                 sizes = sizes or study_sizes(config.datasets, data_dir)
                 try:
-                    entry["throughput"] = measure_throughput(load, config, throughput_items(config, data_dir),
-                                                             sizes, say, on_layout=save)
+                    with overall(f"{spec}: records per hour"):
+                        entry["throughput"] = measure_throughput(load, config, throughput_items(config, data_dir),
+                                                                 sizes, say, on_layout=save)
                 finally:
                     if load != spec:  # a folder saved for the workers
                         shutil.rmtree(load, ignore_errors=True)
@@ -133,11 +165,13 @@ def run(config: BenchConfig, *, data_dir: str | None = None, progress: bool = Tr
             say("[bench] memory")
             if config.device.startswith("cuda"):  # in-process: reload each model
                 mem_jobs = [(load_subject(s.spec, config.device, config.dtype, config.seed), q) for s, q in mem_jobs]
-            for (s, _), m in zip(mem_jobs, memory_profiles(mem_jobs, config)):
-                res["models"][s.spec]["memory"] = m
+            with overall("memory"):
+                for (s, _), m in zip(mem_jobs, memory_profiles(mem_jobs, config)):
+                    res["models"][s.spec]["memory"] = m
         if config.ladder:
             say("[bench] size ladder")
-            res["ladder"] = size_ladder(config, progress)
+            with overall("size ladder"):
+                res["ladder"] = size_ladder(config, progress)
     res["campaign"] = campaign(res["models"])
     if sizes:
         res["campaign"]["study_sizes"] = sizes

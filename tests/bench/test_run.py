@@ -102,3 +102,29 @@ def test_cli_bad_option_is_one_line(capsys: pytest.CaptureFixture) -> None:
     assert main(["--skip", "naive", "--out", "/nonexistent/never-written.json"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "skip=['naive']" in err and "reference" in err
+
+
+def test_the_run_records_where_its_wall_time_went(results: dict) -> None:
+    parts = results["section_seconds"]
+    for spec in ("random:tiny", "tiny-llama"):
+        assert {f"{spec}: loading", f"{spec}: timed passes (inputs prepared untimed)", f"{spec}: sweeps",
+                f"{spec}: profile"} <= set(parts)
+    assert "tiny-llama: records per hour" in parts and "random:tiny: records per hour" not in parts
+    assert "size ladder" in parts and "memory" not in parts  # memory=False in this run
+    assert 0 < sum(parts.values()) <= results["wall_seconds"]
+    rows = report.section_rows(results)
+    assert [r["seconds"] for r in rows] == sorted((r["seconds"] for r in rows), reverse=True)
+    assert "Where the run's wall time went" in report.format_table(results)
+
+
+def test_sections_add_up_and_count_a_block_that_raises() -> None:
+    from gnuq_core.bench.run import Sections
+
+    part = Sections()
+    with part("a"):
+        pass
+    with pytest.raises(KeyError), part("a"):
+        raise KeyError("x")
+    with part("b"):
+        pass
+    assert list(part.seconds) == ["a", "b"] and all(v >= 0 for v in part.seconds.values())
