@@ -441,8 +441,9 @@ def progress_table(rows: Sequence[tuple[str, str, Mapping[str, float]]], ranks: 
     left = sum(pr["hours_left"] if np.isfinite(pr["hours_left"]) else 0.0 for _, _, pr in rows)
     done = sum(pr["done"] for _, _, pr in rows)
     total = sum(pr["total"] for _, _, pr in rows)
+    left_text = f"{left:.1f} (≈ {left / ranks:.1f} h)" if done < total else "—"
     lines.append(f"| **all** | {done:,} of {total:,} | {spent:.1f} (≈ {spent / ranks:.1f} h of wall time on {ranks} "
-                 f"ranks) | | {h(left)} (≈ {left / ranks:.1f} h) |")
+                 f"ranks) | | {left_text} |")
     return "\n".join(lines)
 
 

@@ -238,6 +238,9 @@ def test_progress_table_rows_and_total():
     assert lines[2] == "| m1 × truthfulqa | 1 of 2 | 1.0 | 3600.0 | 1.0 |"
     assert lines[3] == "| m2 × triviaqa | 0 of 3 | — | — | — |"  # nothing done: no rate to project
     assert lines[4] == "| **all** | 1 of 5 | 1.0 (≈ 0.5 h of wall time on 2 ranks) | | 1.0 (≈ 0.5 h) |"
+    complete = qa_study.progress_table([("m1", "truthfulqa", qa_study.campaign_progress(
+        [{"id": "a", "timings": {"total": 7200.0}}], ["a"]))], ranks=2).splitlines()
+    assert complete[-1] == "| **all** | 1 of 1 | 2.0 (≈ 1.0 h of wall time on 2 ranks) | | — |"  # nothing left
 
 
 def test_where_markdown_prints_one_table_for_every_dataset(tmp_path, capsys):
