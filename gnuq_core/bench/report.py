@@ -190,6 +190,6 @@ def section_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
     """The run's parts with their wall seconds and share of the run (``section_seconds``),
     largest first; empty for runs made before it was recorded."""
     wall = res.get("wall_seconds") or float("nan")
-    out = [{"part": name, "seconds": round(sec, 1), "share": f"{sec / wall:.0%}" if wall == wall else "—"}
+    out = [{"part": name, "seconds": round(sec, 1), "share": f"{sec / wall:.0%}" if np.isfinite(wall) else "—"}
            for name, sec in res.get("section_seconds", {}).items()]
     return sorted(out, key=lambda r: -r["seconds"])

@@ -82,8 +82,10 @@ def _quiet_loading() -> None:
 
 
 def _model_entry(sub: Subject, qs: list[Question], config: BenchConfig, clusterer: Any, progress: bool,
-                 say: Callable[[str], None]) -> dict[str, Any]:
-    part = Sections()
+                 say: Callable[[str], None], sections: Sections) -> dict[str, Any]:
+    def part(name: str) -> contextlib.AbstractContextManager[None]:
+        return sections(f"{sub.spec}: {name}")
+
     with part("timed passes (inputs prepared untimed)"):
         recs = time_questions(sub, qs, config, clusterer, progress)
     entry: dict[str, Any] = {"params": sub.params, "gradient_bytes": gradient_bytes(sub.model), "style": sub.style,
@@ -99,7 +101,6 @@ def _model_entry(sub: Subject, qs: list[Question], config: BenchConfig, clustere
     if config.profile:
         with part("profile"):
             entry["profile"] = profile_ops(sub, rep)
-    entry["section_seconds"] = part.seconds
     return entry
 
 
@@ -132,8 +133,7 @@ def run(config: BenchConfig, *, data_dir: str | None = None, progress: bool = Tr
             with overall(f"{spec}: loading"):
                 sub = load_subject(spec, config.device, config.dtype, config.seed)
                 qs = build_questions(sub, config, data_dir)
-            entry = _model_entry(sub, qs, config, clusterer, progress, say)
-            overall.seconds.update({f"{spec}: {name}": sec for name, sec in entry.pop("section_seconds").items()})
+            entry = _model_entry(sub, qs, config, clusterer, progress, say, overall)
             res["models"][spec] = entry
 
             def save(tp: dict[str, Any] | None = None, entry: dict[str, Any] = entry) -> None:

@@ -22,8 +22,8 @@ Convention throughout: ``incorrect`` is 1 where the answer is wrong, and ``score
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy.stats import rankdata

@@ -8,7 +8,6 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from gnuq_core.qa import auroc as qa_auroc
-
 from gnuq_core.qa.auroc import (
     _auroc_rows,
     auroc,
