@@ -61,8 +61,7 @@ text_hidden = 16  # hidden width of the head on the 384-d sentence embedding
 text_steps = 1500  # Adam steps of the head
 text_weight_decay = 0.01  # head prior precision per example
 n_boot = 1000  # bootstrap resamples of the query points
-use_results_store = False  # read the per-seed runs from the repository's results store (full profile)
-store_verify = 1  # stored items of each kind recomputed from scratch and compared (with the store)
+store_verify = 1  # stored items of each kind recomputed from scratch and compared (the paper edition's store)
 
 # %% tags=["remove-cell"]
 import logging
@@ -72,7 +71,7 @@ import warnings
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from IPython.display import display
+from IPython.display import Markdown, display
 from myst_nb import glue
 
 from gnuq_core import stats
@@ -80,9 +79,9 @@ from gnuq_core.isotropy import proxy
 from gnuq_core.isotropy import proxy_stored
 from gnuq_core.isotropy import text_proxy
 from gnuq_core.repro import display as book
-from gnuq_core.repro import results_store
 from gnuq_core.repro.claims import Measurement, record
 from gnuq_core.repro.provenance import Provenance
+from gnuq_core.store import open_store
 
 # JAX warns about os.fork under the papermill kernel, transformers about unused pooler
 # weights and progress bars: harmless here, and their text would land in the book.
@@ -95,6 +94,7 @@ import transformers  # noqa: E402
 transformers.utils.logging.disable_progress_bar()
 book.use_book_style()
 prov = Provenance.start()
+store = open_store(profile)  # the results store in the paper edition, the local cache in a preview
 
 # %% [markdown]
 # ## 1. A synthetic problem where the training data is known
@@ -107,23 +107,17 @@ prov = Provenance.start()
 # $[-4, 4]^2$, which covers the training region, the proxy region and regions neither
 # covers. Each seed draws new training data, a new initialisation and new proxy samples.
 #
-# {glue:text}`store_words`
+# ```{glue} store_words
+# ```
+#
+# Everything else (the summaries over seeds, their confidence intervals, the bootstrap over
+# query points, the figures) is computed in this build from the per-seed results.
 
 # %%
-tolerance = proxy_stored.TOLERANCE["proxy_synthetic"][0]
-glue("store_words", results_store.describe(
-    "The expensive results of this chapter (the synthetic sweep, one item per seed, and the sentence-encoder "
-    "experiment, one item per head seed)", ["proxy_synthetic", "proxy_text"], store_verify,
-    "a synthetic seed: its training run and the GGN of every proxy shift; a head seed: the MiniLM embeddings of "
-    "every question, then the head's training and curvatures", tolerance,
-    extra="Everything else (the summaries over seeds, their confidence intervals, the bootstrap over query "
-          "points, the figures) is computed in this build from the stored per-seed results, and the sentence "
-          "embeddings are computed only when a head seed has to be.")
-    if use_results_store else results_store.describe_without_store("its per-seed runs"), display=False)
 runs = proxy_stored.synthetic_runs(range(seed, seed + n_seeds), deltas, n_train=n_train,
                                    hidden=[hidden_width, hidden_width], steps=train_steps,
                                    weight_decay=weight_decay, k_top=k_top, n_grid=n_grid,
-                                   use_store=use_results_store, verify=store_verify)
+                                   store=store, verify=store_verify)
 summary = proxy.summarise(runs, deltas)
 n_params_synth = runs[0]["n_params"]
 glue("n_params_synth", n_params_synth, display=False)
@@ -296,7 +290,11 @@ texts = {k: [r[0] if isinstance(r, tuple) else r for r in v] for k, v in split.i
 labels = {k: np.array([y for _, y in split[k]], float) for k in ("train", "query_same")}
 text_runs = proxy_stored.text_runs(texts, labels, range(seed, seed + text_seeds), hidden=[text_hidden],
                                    steps=text_steps, weight_decay=text_weight_decay, k_top=k_top,
-                                   use_store=use_results_store, verify=store_verify)
+                                   store=store, verify=store_verify)
+glue("store_words", Markdown(store.describe(
+    "The expensive results of this chapter (the synthetic sweep, one item per seed: a training run and the GGN of "
+    "every proxy shift; the sentence-encoder experiment, one item per head seed: the MiniLM embeddings, the head's "
+    "training and curvatures)", proxy_stored.KINDS)), display=False)
 sizes = {k: len(v) for k, v in split.items()}
 glue("text_sizes", ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in sizes.items()), display=False)
 glue("text_n_params", text_runs[0]["n_params"], display=False)

@@ -60,10 +60,8 @@ lm_tokens = 256  # tokens of local text for the LM block's curvature
 lm_probes = 2  # SLQ probes for the LM block
 lm_steps = 30  # Lanczos steps per probe for the LM block
 n_boot = 1000  # bootstrap resamples of query points
-use_results_store = False  # read the expensive items from the repository's results store (full profile)
-store_verify = 1  # stored items of each kind recomputed from scratch and compared (with the store)
+store_verify = 1  # stored items of each kind recomputed from scratch and compared (the paper edition's store)
 store_verify_max_width = 64  # exact spectra are re-checked only up to this width (width 96 alone takes minutes)
-lm_verify_steps = 10  # a re-checked LM probe recomputes its first this many Lanczos steps (0: all lm_steps)
 
 # %% tags=["remove-cell"]
 import logging
@@ -73,16 +71,16 @@ import warnings
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from IPython.display import display
+from IPython.display import Markdown, display
 from myst_nb import glue
 
 from gnuq_core import stats
 from gnuq_core.isotropy import spectra
 from gnuq_core.isotropy import stored
 from gnuq_core.repro import display as book
-from gnuq_core.repro import results_store
 from gnuq_core.repro.claims import Measurement, record
 from gnuq_core.repro.provenance import Provenance
+from gnuq_core.store import open_store
 
 # JAX warns about os.fork under the papermill kernel and transformers prints progress bars
 # and load reports: harmless here, and their text would land in the book.
@@ -92,12 +90,14 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
 book.use_book_style()
 prov = Provenance.start()
+store = open_store(profile)  # the results store in the paper edition, the local cache in a preview
 dampings = list(np.logspace(-5, 0, n_dampings))
 
 # %% [markdown]
 # ## 1. Exact spectra of small MLPs
 #
-# {glue:text}`store_words`
+# ```{glue} store_words
+# ```
 #
 # Tanh MLPs with two hidden layers of width $w$ are trained on the 2-D task of the previous
 # chapter. For each, the Hessian of the mean NLL and its generalised Gauss-Newton part (GGN,
@@ -113,18 +113,8 @@ dampings = list(np.logspace(-5, 0, n_dampings))
 
 # %%
 glue("lam0", weight_decay, display=False)
-glue("store_words", results_store.describe(
-    "The expensive results of this chapter (the exact spectra per width, the large MLP's SLQ probes and query "
-    "points, the LM block's SLQ probes)", ["hessian_exact", "hessian_slq_mlp", "hessian_slq_lm"], store_verify,
-    f"an exact spectrum of width at most {store_verify_max_width}, since the widest one alone would take longer "
-    "than the rest of the chapter; one of the large MLP's SLQ probes or query points, with its own training run "
-    "and one Lanczos run; one of the LM block's SLQ probes, with one model load and "
-    + (f"the first {lm_verify_steps} of its {lm_steps} Lanczos steps, whose coefficients must match those rebuilt "
-       "from the stored quadrature rule" if 0 < lm_verify_steps < lm_steps else f"all {lm_steps} Lanczos steps"),
-    stored.TOLERANCE["hessian_exact"][0])
-    if use_results_store else results_store.describe_without_store("its expensive items"), display=False)
 exact_cfg = dict(n_train=n_train, steps=train_steps, weight_decay=weight_decay, dampings=dampings, n_grid=n_grid)
-cases = stored.exact_cases(widths, seed=seed, **exact_cfg, use_store=use_results_store, verify=store_verify,
+cases = stored.exact_cases(widths, seed=seed, **exact_cfg, store=store, verify=store_verify,
                            verify_max_width=store_verify_max_width)
 spectra_rows = [{"width": c["width"], "n_params": c["n_params"], "kind": "GGN" if kind == "ggn" else "Hessian",
                  **c["summary"][kind]} for c in cases for kind in ("hessian", "ggn")]
@@ -200,7 +190,7 @@ check = spectra.slq(lambda v: big_exact["ggn_eigs"] * v, big_exact["n_params"],
                     n_probes=slq_probes, m=slq_steps, seed=seed)
 big = stored.large_mlp(big_width, seed=seed, n_train=n_train, steps=big_steps, weight_decay=weight_decay,
                        n_probes=slq_probes, m=slq_steps, n_query=n_query, n_grid=n_grid,
-                       use_store=use_results_store, verify=store_verify)
+                       store=store, verify=store_verify)
 # The fraction of eigenvalues with |λ| ≥ 10^t, on a log scale: SLQ estimates exactly this
 # (a sum of quadrature weights), and the log scale shows the outliers (about 1/P each) and
 # the mass below the damping in one picture. A density would show one tall spike, because
@@ -281,7 +271,12 @@ torch.manual_seed(seed)
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 glue("lm_tokens_val", lm_tokens, display=False)
 lm = stored.lm_block(lm_source, n_tokens=lm_tokens, n_probes=lm_probes, m=lm_steps, seed=seed,
-                     use_store=use_results_store, verify=store_verify, verify_steps=lm_verify_steps or None)
+                     store=store, verify=store_verify)
+glue("store_words", Markdown(store.describe(
+    "The expensive results of this chapter (per width the exact spectra and the trained parameters; the large "
+    f"MLP's SLQ probes, query points and trained parameters; the LM block's SLQ probes; exact spectra are re-checked "
+    f"only up to width {store_verify_max_width}, since the widest alone takes longer than the rest of the chapter)",
+    ["hessian_exact", "hessian_slq_mlp", "hessian_slq_lm"])), display=False)
 res = lm["slq"]
 lmax = float(max(n.max() for n in res.nodes))
 lmin = float(min(n.min() for n in res.nodes))

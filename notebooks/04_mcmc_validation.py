@@ -84,14 +84,16 @@ target_accept_cls = 0.8
 target_accept_reg = 0.95
 n_restarts = 3
 n_boot = 500
-use_results_store = False
 store_verify = 2  # stored NUTS references and stored local estimates recomputed from scratch (each)
 store_verify_max_seconds = 300  # the references re-sampled are drawn among those that took at most this long
 
 # %% tags=["remove-cell"]
 from gnuq_core.repro.provenance import Provenance
+from gnuq_core.store import open_store
+from gnuq_core.store.store import pool_words
 
 prov = Provenance.start()
+store = open_store(profile)  # the results store in the paper edition, the local cache in a preview
 
 # %%
 import warnings
@@ -111,7 +113,6 @@ from tqdm.auto import tqdm
 
 from gnuq_core import stats as metrics
 from gnuq_core.repro import display as book
-from gnuq_core.repro import results_store
 from gnuq_core.repro.claims import (C1_MIN_RHO, C3_MIN_DIFFERENCE, SETTING_FAILS_BEYOND, SETTING_WORKS_WITHIN,
                                     Measurement, judge, record)
 from gnuq_core.bayes.mcmc import NutsSettings
@@ -145,15 +146,13 @@ settings = {
 runs = {}
 jobs = {(t, s): Setting(settings[t]["problem"], settings[t]["data"], model, settings[t]["nuts"], seed=s,
                         n_restarts=n_restarts) for t in settings for s in seeds}
-refs = (stored_references(list(jobs.values()), verify=store_verify, verify_max_seconds=store_verify_max_seconds)
-        if use_results_store else {})
-local = stored_local_estimates(list(jobs.values()), verify=store_verify) if use_results_store else {}
-glue("store_words", results_store.describe(
+refs = stored_references(list(jobs.values()), store=store, verify=store_verify,
+                         verify_max_seconds=store_verify_max_seconds)
+local = stored_local_estimates(list(jobs.values()), store=store, verify=store_verify)
+glue("store_words", Markdown(store.describe(
     "The NUTS summaries and the MAP fits with their local estimates", ["nuts_reference", "local_estimates"],
-    store_verify, "NUTS sampled again, the MAP fitted again", 1e-4,
-    extra=results_store.pool_words([r["timings"]["wall_s"] for r in refs.values()], store_verify_max_seconds,
-                                   "references", "sample"))
-    if use_results_store else results_store.describe_without_store("the NUTS summaries and MAP fits"), display=False)
+    extra=pool_words([r["timings"]["wall_s"] for r in refs.values()], store_verify_max_seconds, "NUTS references",
+                     "sample"))), display=False)
 for (task, s), setting in tqdm(jobs.items(), desc="settings"):
     runs[task, s] = evaluate(setting, reference_summary=refs.get(setting_id(setting)),
                              local=local.get(setting_id(setting)))
@@ -165,7 +164,9 @@ glue("n_params_reg", n_params_reg, display=False)
 # %% [markdown]
 # The classifier has {glue:text}`n_params_cls` parameters and the regression network
 # {glue:text}`n_params_reg`; both are small enough for the exact Hessian.
-# {glue:text}`store_words`
+#
+# ```{glue} store_words
+# ```
 #
 # ## Is the reference trustworthy?
 #

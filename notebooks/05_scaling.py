@@ -66,14 +66,16 @@ num_samples = 300
 num_chains = 2
 n_restarts = 3
 n_boot = 300
-use_results_store = False
 store_verify = 2  # stored NUTS references and stored local estimates recomputed from scratch (each)
 store_verify_max_seconds = 300  # the references re-sampled are drawn among those that took at most this long
 
 # %% tags=["remove-cell"]
 from gnuq_core.repro.provenance import Provenance
+from gnuq_core.store import open_store
+from gnuq_core.store.store import pool_words
 
 prov = Provenance.start()
+store = open_store(profile)  # the results store in the paper edition, the local cache in a preview
 
 # %%
 import warnings
@@ -93,13 +95,12 @@ import itertools
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from IPython.display import display
+from IPython.display import Markdown, display
 from myst_nb import glue
 from tqdm.auto import tqdm
 
 from gnuq_core import stats as metrics
 from gnuq_core.repro import display as book
-from gnuq_core.repro import results_store
 from gnuq_core.repro.claims import C1_MIN_RHO, Measurement, judge, record
 from gnuq_core.bayes.mcmc import NutsSettings
 from gnuq_core.bayes.validation import (PAPER_ESTIMATE, Setting, evaluate, setting_id, stored_local_estimates,
@@ -133,16 +134,13 @@ jobs = {(prob, pr, dp, wd, s): Setting(prob, problem_setup[prob]["data"],
                                        problem_setup[prob]["nuts"], seed=s, n_restarts=n_restarts)
         for prob, pr, dp, wd, s in grid}
 # The full profile reads the NUTS summaries from the results store (see the MCMC chapter).
-refs = (stored_references(list(jobs.values()), verify=store_verify, verify_max_seconds=store_verify_max_seconds)
-        if use_results_store else {})
-local = (stored_local_estimates(list(jobs.values()), laplace_estimates=False, ntk=True, verify=store_verify)
-         if use_results_store else {})
-glue("store_words", results_store.describe(
+refs = stored_references(list(jobs.values()), store=store, verify=store_verify,
+                         verify_max_seconds=store_verify_max_seconds)
+local = stored_local_estimates(list(jobs.values()), laplace_estimates=False, ntk=True, store=store, verify=store_verify)
+glue("store_words", Markdown(store.describe(
     "The NUTS summaries and the MAP fits with their local estimates", ["nuts_reference", "local_estimates"],
-    store_verify, "NUTS sampled again, the MAP fitted again", 1e-4,
-    extra=results_store.pool_words([r["timings"]["wall_s"] for r in refs.values()], store_verify_max_seconds,
-                                   "references", "sample"))
-    if use_results_store else results_store.describe_without_store("the NUTS summaries and MAP fits"), display=False)
+    extra=pool_words([r["timings"]["wall_s"] for r in refs.values()], store_verify_max_seconds, "NUTS references",
+                     "sample"))), display=False)
 rows, results = [], {}
 boots = {"rho": [], "rho_logit": [], "rho_prior": []}
 for (prob, pr, dp, wd, s), setting in tqdm(jobs.items(), desc="models"):
@@ -188,7 +186,10 @@ glue("p_max", int(df["n_params"].max()), display=False)
 # We ran {glue:text}`n_models` models with {glue:text}`p_min` to {glue:text}`p_max` parameters. The
 # sampler's health for each (divergences, tree-depth saturation, worst R-hat of the predictions,
 # split agreement of the reference) is in the table below; the correlations are only as good as
-# the reference they are measured against. {glue:text}`store_words`
+# the reference they are measured against.
+#
+# ```{glue} store_words
+# ```
 
 # %%
 setting_keys = ["problem", "prior", "depth", "width"]

@@ -69,10 +69,8 @@ n_boot = 1000  # bootstrap resamples for every confidence interval
 n_cost = 3  # answers timed per parameter-group variant
 n_layer_questions = 8  # answers per model and dataset split by layer; 0 means all
 embedding_judge = True  # second TruthfulQA judge with the MiniLM sentence encoder
-use_results_store = False  # per-question records in the repository's results/ (the full profile)
-compute_missing = True  # with the store: False reads only the records stored so far (the paper edition)
-min_stored = 30  # reading only: a dataset with fewer stored questions gets its first min_stored computed
-store_verify = 2  # stored questions recomputed and compared per model and dataset
+compute_missing = True  # False reads only the stored records (the paper edition: the campaign fills the store)
+store_verify = 2  # stored questions recomputed and compared per model and dataset (the paper edition's store)
 torch_threads = 0  # 0 keeps the torch default; 1 is faster on a machine shared with other jobs
 
 # %% tags=["remove-cell"]
@@ -107,11 +105,12 @@ from gnuq_core.qa import transfer
 from gnuq_core.qa.data import load_qa
 from gnuq_core.lm.models import load_model
 from gnuq_core.repro.provenance import Provenance
-from gnuq_core.qa.multiple_choice import load_mc, mc_scores, stored_mc_scores
-from gnuq_core.repro.cache import cached
+from gnuq_core.qa.multiple_choice import load_mc, stored_mc_scores
+from gnuq_core.store import open_store
 
 warnings.filterwarnings("ignore", category=ConstantInputWarning)  # ρ of a constant column is NaN, shown as such
 prov = Provenance.start()
+store = open_store(profile)  # the results store in the paper edition, the local cache in a preview
 book.use_book_style()
 if torch_threads > 0:
     torch.set_num_threads(torch_threads)
@@ -201,7 +200,10 @@ glue("n_models", len(models), display=False)
 # This build uses {glue:text}`n_tfqa` of the {glue:text}`n_tfqa_all` TruthfulQA questions
 # and {glue:text}`n_tqa` of the {glue:text}`n_tqa_all` TriviaQA questions per model,
 # {glue:text}`n_samples` samples per question for the sampling baselines, and an answer cap
-# of {glue:text}`max_new_tokens` tokens. {glue:md}`store_state`
+# of {glue:text}`max_new_tokens` tokens.
+#
+# ```{glue} store_state
+# ```
 
 # %%
 runs: dict[tuple[str, str], list] = {}
@@ -212,23 +214,14 @@ for name in models:
     lm = load_model(name)
     config = qa_study.chapter_config(name, max_new_tokens=max_new_tokens, n_samples=n_samples, seed=seed)
     for d in DATASETS:
-        runs[name, d] = qa_study.run_dataset(lm, subsets[d], config, progress=False, store=use_results_store,
+        runs[name, d] = qa_study.run_dataset(lm, subsets[d], config, progress=False, store=store,
                                              verify=store_verify, compute_missing=compute_missing)
-        if len(runs[name, d]) < min(min_stored, len(subsets[d])):  # too few stored yet: the first ones
-            qa_study.run_dataset(lm, subsets[d][:min_stored], config, progress=False, store=True, verify=0)
-            runs[name, d] = qa_study.run_dataset(lm, subsets[d], config, progress=False, store=True, verify=0,
-                                                 compute_missing=False)
     costs[name] = qa_study.variant_costs(lm, runs[name, "triviaqa"], n=n_cost)
     costs[name]["mean_generate"] = float(np.mean([r["timings"]["generate"] for d in DATASETS for r in runs[name, d]]))
     costs[name]["mean_sampling"] = float(np.mean([r["timings"].get("sample", np.nan) + r["timings"].get("cluster", 0)
                                                   for d in DATASETS for r in runs[name, d]]))
     costs[name]["mean_p_true"] = float(np.mean([r["timings"]["p_true"] for d in DATASETS for r in runs[name, d]]))
-    if use_results_store:  # per-question MC scores in results/qa_mc/ (a random stored one re-checked)
-        mc = stored_mc_scores(lm, name, mc_subset, verify=store_verify)
-    else:
-        mc_cfg = {"model": name, "questions": [m.question for m in mc_subset], "style": lm.prompt_style}
-        mc = cached("qa_mc", mc_cfg, lambda lm=lm: [mc_scores(lm.model, lm.tokenizer, m, style=lm.prompt_style)
-                                                    for m in mc_subset])
+    mc = stored_mc_scores(lm, name, mc_subset, store=store, verify=store_verify)
     mc_rows.append({"model": SHORT.get(name, name), "MC1": float(np.mean([m["mc1"] for m in mc])),
                     "MC2": float(np.mean([m["mc2"] for m in mc])), "questions": len(mc)})
     del lm
@@ -245,19 +238,17 @@ for d in DATASETS:
         groups[name, d] = qa_study.group_norms_of(runs[name, d][:n_layer_questions or None])
 glue("n_tfqa", len(subsets["truthfulqa"]), display=False)
 glue("n_tqa", len(subsets["triviaqa"]), display=False)
-reading_only = bool(use_results_store and not compute_missing)
+reading_only = bool(store.check and not compute_missing)
 complete = all(len(subsets[d]) == len(all_items[d]) for d in DATASETS)
-glue("store_state", Markdown(
-    "" if not reading_only else
-    ("Every question of both datasets is in the results store." if complete else
-     "This edition reads the results store as it stands while the full campaign fills it in pieces "
-     "(TruthfulQA first, then TriviaQA in the seeded order, so the stored questions are a uniform random "
-     "subset). Stored records per model: " + "; ".join(
-         f"{SHORT.get(name, name)}: {NAMES[d]} {stored[name, d]:,} of {len(all_items[d]):,}"
-         for name in models for d in DATASETS) +
-     ". The analysis uses the questions every model has answered, so the models are compared on the same "
-     "questions; the claims' evidence gates (section 10) decide whether that is enough to judge.")),
-     display=False)
+coverage = ("" if not reading_only else
+            "Every question of both datasets is in the results store. " if complete else
+            "The results store does not hold every question yet; the analysis uses the questions every model has "
+            "answered (per model: " + "; ".join(f"{SHORT.get(name, name)}: {NAMES[d]} {stored[name, d]:,} of "
+                                                f"{len(all_items[d]):,}" for name in models for d in DATASETS)
+            + "), and the claims' evidence gates (section 10) decide whether that is enough to judge. ")
+glue("store_state", Markdown(coverage + store.describe(
+    "The per-question records (answers, samples, gradient norms, baselines) and the multiple-choice scores",
+    ["qa", "qa_mc"])), display=False)
 
 # %% [markdown]
 # ## 2. Is the answer correct?

@@ -61,20 +61,22 @@ BASELINES: dict[str, str] = {
 
 
 def stored_runs(root: str | Path | None = None) -> dict[tuple[str, str], list[dict[str, Any]]]:
-    """The stored QA records by ``(model, dataset)``: every run in ``results/qa``, shards merged.
+    """The stored QA records by ``(model, dataset)``: every run of the current code version in
+    ``results/qa``, shards merged (orphaned files of older code are skipped).
 
     Returns an empty dict when the folder holds no records.
     """
-    from gnuq_core.repro.results_store import STORE
     from gnuq_core.repro.shards import read_merged
+    from gnuq_core.store.store import RESULTS, Store
 
-    folder = Path(root) if root is not None else Path(STORE) / "qa"
+    current = Store(RESULTS, label="the results store").code("qa")
+    folder = Path(root) if root is not None else RESULTS / "qa"
     bases = sorted({folder / (p.name[: -len(".jsonl")].split(".rank")[0] + ".jsonl") for p in folder.glob("*.jsonl")})
     runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for base in bases:
         config, records = read_merged(base)
         records = [r for r in records if r.get("type", "record") == "record"]
-        if config and records:
+        if config and records and config.get("_code") == current:
             runs.setdefault((str(config.get("model")), str(config.get("dataset"))), []).extend(records)
     return runs
 

@@ -28,18 +28,24 @@ from gnuq_core.isotropy import spectra
 from gnuq_core.isotropy.damped import damped_quadratic_form
 from gnuq_core.stats import spearman_pair
 
-__all__ = ["exact_case", "slq_case"]
+__all__ = ["train", "task_data", "exact_case", "exact_case_at", "slq_case"]
 
 
-def _train(width: int, seed: int, n_train: int, steps: int, weight_decay: float):
+def train(width: int, seed: int, n_train: int, steps: int, weight_decay: float) -> tuple[Any, np.ndarray, np.ndarray]:
+    """The MLP of ``width`` (two hidden layers) trained on the 2-D task: ``(θ*, x, y)``."""
     x, y = proxy.sample_task(np.random.default_rng([seed, 0]), n_train)
     params = classifier.train(x, y, [width, width], seed=seed, steps=steps, weight_decay=weight_decay)
     return params, x, y
 
 
+def task_data(seed: int, n_train: int) -> tuple[np.ndarray, np.ndarray]:
+    """The training data of :func:`train` (without training)."""
+    return proxy.sample_task(np.random.default_rng([seed, 0]), n_train)
+
+
 def exact_case(width: int, seed: int = 0, n_train: int = 400, steps: int = 2000, weight_decay: float = 1e-3,
                dampings: list[float] | None = None, n_grid: int = 20, extent: float = 4.0) -> dict[str, Any]:
-    """Exact spectra and the damped-vs-isotropic comparison for one small MLP.
+    """Exact spectra and the damped-vs-isotropic comparison for one small MLP, trained here.
 
     Returns
     -------
@@ -47,10 +53,18 @@ def exact_case(width: int, seed: int = 0, n_train: int = 400, steps: int = 2000,
         ``n_params``; ``hess_eigs``, ``ggn_eigs`` (ascending); ``summary`` (of the Hessian and
         the GGN at ``λ = weight_decay``, see :func:`gnuq_core.isotropy.spectra.spectrum_summary`);
         ``dampings``, ``rho`` and ``median_rel_error`` per damping; ``exact`` and
-        ``isotropic`` per query at ``λ = weight_decay``.
+        ``isotropic`` per query at ``λ = weight_decay``; ``train_acc``.
     """
+    params, x, y = train(width, seed, n_train, steps, weight_decay)
+    return exact_case_at(params, x, y, width, weight_decay=weight_decay, dampings=dampings, n_grid=n_grid,
+                         extent=extent)
+
+
+def exact_case_at(params: Any, x: np.ndarray, y: np.ndarray, width: int, *, weight_decay: float = 1e-3,
+                  dampings: list[float] | None = None, n_grid: int = 20, extent: float = 4.0) -> dict[str, Any]:
+    """:func:`exact_case` at given trained parameters ``params`` (on the training data ``x``, ``y``)."""
     dampings = dampings or list(np.logspace(-5, 0, 11))
-    params, x, y = _train(width, seed, n_train, steps, weight_decay)
+    n_train = len(x)
     xs, ys = jnp.asarray(x, jnp.float32), jnp.asarray(y, jnp.float32)
     hess = spectra.jax_hessian(lambda p: classifier.nll(p, xs, ys), params)
     h_eigs = np.linalg.eigvalsh(hess)
@@ -89,7 +103,7 @@ def slq_case(width: int, seed: int = 0, n_train: int = 400, steps: int = 1000, w
         (the quadrature's own error); ``rank_share``, the median share of ‖g‖² that the
         data explain away, ``1 − λ gᵀ(G+λI)⁻¹g / ‖g‖²``.
     """
-    params, x, y = _train(width, seed, n_train, steps, weight_decay)
+    params, x, y = train(width, seed, n_train, steps, weight_decay)
     xs, ys = jnp.asarray(x, jnp.float32), jnp.asarray(y, jnp.float32)
     hvp, dim = spectra.jax_hvp(lambda p: classifier.nll(p, xs, ys), params)
     gvp, _ = spectra.jax_ggn_vp(classifier.logit, params, xs)

@@ -13,16 +13,19 @@ gradient routine: the classifier, the tangent kernel and the BNN Laplace module
 
 from __future__ import annotations
 
+import base64
 import functools
 from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.flatten_util import ravel_pytree
 
 Params = list[tuple[jax.Array, jax.Array]]
 
-__all__ = ["Params", "INIT_SCALES", "init_mlp", "mlp_apply", "num_params", "jacobian_rows"]
+__all__ = ["Params", "INIT_SCALES", "init_mlp", "mlp_apply", "num_params", "jacobian_rows", "encode_params",
+           "decode_params"]
 
 INIT_SCALES = ("fan_in", "unit", "glorot")
 
@@ -78,3 +81,26 @@ def jacobian_rows(f: Callable[[Any, jax.Array], jax.Array], params: Any, xs: jax
     if chunk is None or len(xs) <= chunk:
         return fn(params, xs)
     return jnp.concatenate([fn(params, xs[i:i + chunk]) for i in range(0, len(xs), chunk)])
+
+
+def encode_params(params: Params) -> str:
+    """The parameters as text that rebuilds them bit for bit: base64 of the float32 values
+    in ``ravel_pytree`` order (little-endian)."""
+    flat = np.asarray(ravel_pytree(params)[0], dtype="<f4")
+    return base64.b64encode(flat.tobytes()).decode("ascii")
+
+
+def decode_params(text: str, sizes: list[int]) -> Params:
+    """The parameters of an MLP with layer ``sizes`` from :func:`encode_params`'s text.
+
+    Raises ``ValueError`` when the text does not hold that many parameters.
+    """
+    flat = np.frombuffer(base64.b64decode(text.encode("ascii")), dtype="<f4")
+    template = init_mlp(jax.random.PRNGKey(0), sizes)
+    want = num_params(template)
+    if flat.size != want:
+        raise ValueError(f"the encoded parameters hold {flat.size} values, an MLP of sizes {sizes} has {want}")
+    _, unravel = ravel_pytree(template)
+    return [(jnp.asarray(w, jnp.float32), jnp.asarray(b, jnp.float32))
+            for w, b in unravel(jnp.asarray(flat, jnp.float32))]
+

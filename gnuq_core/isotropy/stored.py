@@ -1,35 +1,29 @@
-"""Chapter 03's expensive results, item by item, through the results store.
+"""Chapter 03's expensive results, item by item, through a store (`gnuq_core.store`).
 
-Three kinds of stored items (``results/<kind>/<key>.jsonl``, see
-:mod:`gnuq_core.repro.results_store`):
+Three stored kinds (``<store>/<kind>/<key>.jsonl``; their contracts are in
+`gnuq_core.store.kinds`):
 
-- ``hessian_exact``: one item per width, ``"width{w}"``: the exact Hessian and GGN spectra
-  and the damped-vs-isotropic comparison of one small MLP (:func:`damping.exact_case`).
+- ``hessian_exact``: per width ``"width{w}"``, the exact Hessian and GGN spectra and the
+  damped-vs-isotropic comparison of one small MLP (:func:`damping.exact_case_at`), and
+  ``"theta/width{w}"``, the trained parameters θ* it was computed at;
 - ``hessian_slq_mlp``: the large MLP, one item per SLQ probe (``"hessian/probe{k}"``,
-  ``"ggn/probe{k}"``: its Ritz values and weights) and per query point (``"query{j}"``,
-  ``j`` its index in the query grid: the exact, Lanczos and isotropic quadratic forms).
+  ``"ggn/probe{k}"``: its Ritz values and weights), per query point (``"query{j}"``, ``j``
+  its index in the query grid: the exact, Lanczos and isotropic quadratic forms), and
+  ``"theta"``, the trained parameters;
 - ``hessian_slq_lm``: the LM block, one item per SLQ probe (``"probe{k}"``).
 
-Small items make the build's from-scratch check cheap: re-checking one probe costs one
-training run (MLP) or one model load (LM) and ``m`` Hessian-vector products, not the
-whole spectrum. A probe recomputed alone gives the numbers of the full run
-(:func:`gnuq_core.isotropy.spectra.slq_probe`). Missing items are read from a whole run
-in the local cache (:func:`gnuq_core.repro.cache.cached`) when it has one, and otherwise
-computed one by one and appended as they come (one training run or model load per
-build), so a killed run resumes; the check always recomputes from scratch.
-
-Without the store (``use_store=False``: the quick and smoke profiles) the same functions
-return the same structures from the local cache alone, so nothing is written under
-``results/`` by a preview build.
-
-The numbers of every item come from the modules in :data:`STORE_CODE` (this one included:
-it assembles the per-item recomputation); a change to any of them starts new store files.
+Training is chaotic: on another CPU the same code trains to another θ*. So θ* is stored,
+and a check on another platform recomputes the curvature of the *stored* θ* (exact
+arithmetic on fixed inputs), while a check on the platform that made an item trains again
+and must reproduce it to the stored digits. A stored Lanczos rule is compared by the first
+coefficients of the run that made it (`gnuq_core.store.kinds.lanczos_view`), so checking
+an LM probe costs one model load and a few Hessian-vector products. Small items keep the
+check cheap: one training run (MLP) or one model load (LM), not a whole spectrum.
 """
 
 from __future__ import annotations
 
-import random
-from typing import Any, Callable, Sequence
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -40,90 +34,77 @@ from gnuq_core.isotropy import lm_hessian
 from gnuq_core.isotropy import proxy
 from gnuq_core.isotropy import spectra
 from gnuq_core.isotropy.damped import damped_quadratic_form
-from gnuq_core.repro import results_store
-from gnuq_core.repro.cache import cached, config_key
-from gnuq_core.repro.paths import cache_dir
+from gnuq_core.isotropy.mlp import decode_params, encode_params
 from gnuq_core.stats import spearman_pair
+from gnuq_core.store import Store
+from gnuq_core.store.kinds import PREFIX_STEPS
 
-__all__ = ["STORE_CODE", "TOLERANCE", "exact_cases", "large_mlp", "lm_block", "lanczos_prefix", "query_indices"]
+__all__ = ["exact_cases", "large_mlp", "lm_block", "query_indices", "theta_record"]
 
-# Sources whose content defines the code version of chapter 03's stored items (the import
-# closure of this module, infrastructure excluded; tests/repro/test_store_code.py checks it).
-STORE_CODE = [
-    "gnuq_core.isotropy.stored", "gnuq_core.isotropy.damping", "gnuq_core.isotropy.spectra",
-    "gnuq_core.isotropy.lm_hessian", "gnuq_core.isotropy.classifier", "gnuq_core.isotropy.ggn_laplace",
-    "gnuq_core.isotropy.proxy", "gnuq_core.isotropy.damped", "gnuq_core.isotropy.mlp", "gnuq_core.isotropy.train",
-    "gnuq_core.stats", "gnuq_core.lm.models", "gnuq_core.qa.data",
-]
-
-# (rtol, atol) of the from-scratch check per kind. Recomputing on the same machine gives
-# the same bits; ``atol`` covers eigenvalues and Ritz values at float32 noise level (the
-# bulk far below the damping), whose relative error is meaningless.
-TOLERANCE = {"hessian_exact": (1e-4, 1e-6), "hessian_slq_mlp": (1e-4, 1e-6), "hessian_slq_lm": (1e-4, 1e-5)}
+THETA = "theta"
 
 
-def _plain(obj: Any) -> Any:
-    """``obj`` with numpy arrays and scalars as lists and Python numbers (JSON for the store)."""
-    if isinstance(obj, dict):
-        return {k: _plain(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_plain(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, np.generic):
-        return obj.item()
-    return obj
+def theta_record(params: Any) -> dict[str, Any]:
+    """What is stored of a trained network: its parameters, bit for bit, and their count."""
+    return {"theta_f32": encode_params(params), "n_params": classifier.n_params(params)}
 
 
-def _items(kind: str, config: dict[str, Any], ids: Sequence[str], compute: Callable[[str], dict[str, Any]],
-           recompute: Callable[[str], dict[str, Any]], use_store: bool, verify: int, progress: str,
-           pool: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
-    """id -> record, through the store (``use_store``) or straight from ``compute``.
-
-    With the store, missing items are computed first; then ``verify`` items drawn at random
-    (fixed seed) from ``pool`` (default: all ``ids``) are recomputed from scratch and compared.
-    """
-    if not use_store:
-        return {i: _plain(compute(i)) for i in ids}
-    rtol, atol = TOLERANCE[kind]
-    kw = dict(recompute=lambda i: _plain(recompute(i)), code_files=STORE_CODE, rtol=rtol, atol=atol)
-    key = {**config, "version": 1}
-    recs = results_store.run_stored(kind, key, list(ids), lambda i: _plain(compute(i)), verify=0,
-                                    progress=progress, **kw)
-    if verify:  # everything is stored now: this call only reads and checks
-        results_store.run_stored(kind, key, list(pool if pool is not None else ids), lambda i: _plain(compute(i)),
-                                 verify=verify, **kw)
-    return {r["id"]: r for r in recs}
+def _made_here(store: Store) -> Any:
+    """``verify_among`` for kinds with θ* items: a θ* item is checked only on the platform that
+    made it (elsewhere training takes another path; the items computed from it are checked
+    from the stored θ* instead)."""
+    return lambda rec: not str(rec["id"]).startswith(THETA) or (rec.get("_made") or {}).get("fp") == store.fingerprint_id
 
 
 # ------------------------------------------------------------------ exact spectra, small MLPs
 
 
-def exact_cases(widths: Sequence[int], *, seed: int, n_train: int, steps: int, weight_decay: float,
-                dampings: Sequence[float], n_grid: int, use_store: bool = False, verify: int = 1,
+def exact_cases(widths: list[int], *, seed: int, n_train: int, steps: int, weight_decay: float,
+                dampings: list[float], n_grid: int, store: Store, verify: int = 1,
                 verify_max_width: int | None = None) -> list[dict[str, Any]]:
     """:func:`damping.exact_case` per width (kind ``hessian_exact``), arrays as numpy arrays.
 
-    ``verify`` stored widths, drawn at random with a fixed seed among those up to
-    ``verify_max_width`` (default: all), are recomputed from scratch. An exact spectrum
-    costs O(P³) with P ≈ w² parameters: width 96 takes minutes, width 64 a tenth of that.
+    ``verify`` stored items, drawn at random with a fixed seed among the widths up to
+    ``verify_max_width`` (default: all) and their θ*, are recomputed from scratch. An exact
+    spectrum costs O(P³) with P ≈ w² parameters: width 96 takes minutes, width 64 a tenth.
     """
     cfg = dict(n_train=n_train, steps=steps, weight_decay=weight_decay, dampings=[float(d) for d in dampings],
                n_grid=n_grid)
-    by_id = {f"width{w}": w for w in widths}
+    by_id = {f"width{w}": int(w) for w in widths}
+    by_id.update({f"{THETA}/width{w}": int(w) for w in widths})
+    trained: dict[int, Any] = {}
 
-    def fresh(i: str) -> dict[str, Any]:
-        return damping.exact_case(by_id[i], seed=seed, **cfg)
+    def fit(width: int) -> tuple[Any, np.ndarray, np.ndarray]:
+        return damping.train(width, seed, n_train, steps, weight_decay)
 
-    def compute(i: str) -> dict[str, Any]:
-        return cached("spectra_exact", {"width": by_id[i], "seed": seed, **cfg, "v": 1}, lambda: fresh(i))
+    def item(i: str, run: tuple[Any, np.ndarray, np.ndarray]) -> dict[str, Any]:
+        params, x, y = run
+        if i.startswith(THETA):
+            return theta_record(params)
+        return damping.exact_case_at(params, x, y, by_id[i], weight_decay=weight_decay,
+                                     dampings=cfg["dampings"], n_grid=n_grid)
+
+    def compute(i: str) -> dict[str, Any]:  # a width and its θ* share one training run
+        if by_id[i] not in trained:
+            trained[by_id[i]] = fit(by_id[i])
+        return item(i, trained[by_id[i]])
+
+    def from_outputs(i: str, stored: dict[str, Any], records: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
+        w = by_id[i]
+        if i.startswith(THETA):
+            return stored
+        params = decode_params(records[f"{THETA}/width{w}"]["theta_f32"], [2, w, w, 1])
+        x, y = damping.task_data(seed, n_train)
+        return item(i, (params, x, y))
 
     pool = [i for i, w in by_id.items() if verify_max_width is None or w <= verify_max_width]
-    recs = _items("hessian_exact", {"seed": seed, **cfg}, list(by_id), compute, fresh, use_store, verify,
-                  "exact spectra", pool=pool)
+    recs = store.items("hessian_exact", {"seed": seed, **cfg, "version": 1}, list(by_id), compute,
+                       recompute=lambda i: item(i, fit(by_id[i])), from_outputs=from_outputs, verify=verify,
+                       pool=pool, verify_among=_made_here(store), progress="exact spectra")
+    by_rec = {r["id"]: r for r in recs}
     arrays = ("hess_eigs", "ggn_eigs", "exact", "isotropic")
-    return [{k: np.asarray(v, dtype=float) if k in arrays else v for k, v in recs[i].items() if k != "id"}
-            for i in by_id]
+    return [{k: np.asarray(v, dtype=float) if k in arrays else v for k, v in by_rec[f"width{w}"].items() if k != "id"}
+            for w in widths]
 
 
 # ------------------------------------------------------------------ SLQ, large MLP
@@ -134,35 +115,31 @@ def query_indices(n_grid: int, n_query: int) -> np.ndarray:
     return np.linspace(0, n_grid * n_grid - 1, n_query).round().astype(int)
 
 
-def _slq_dict(res: spectra.SLQResult, k: int) -> dict[str, Any]:
-    return {"nodes": res.nodes[k], "weights": res.weights[k], "dim": res.dim}
-
-
-def _mlp_setup(width: int, seed: int, n_train: int, steps: int, weight_decay: float, n_grid: int,
-               idx: np.ndarray) -> dict[str, Any]:
-    """Train the large MLP from scratch and build what its items need: the Hessian and GGN
-    products, the queries' gradients and their exact (Woodbury) quadratic forms.
-
-    The same computation as :func:`damping.slq_case` (same training; gradients and exact
-    values computed for the whole query batch)."""
+def _setup_at(params: Any, x: np.ndarray, y: np.ndarray, weight_decay: float, n_grid: int,
+              idx: np.ndarray) -> dict[str, Any]:
+    """What the large MLP's items need at θ* = ``params`` (trained on ``x``, ``y``): the Hessian
+    and GGN products, the queries' gradients and their exact (Woodbury) quadratic forms, as
+    :func:`damping.slq_case` computes them."""
     import jax.numpy as jnp
 
-    x, y = proxy.sample_task(np.random.default_rng([seed, 0]), n_train)
-    params = classifier.train(x, y, [width, width], seed=seed, steps=steps, weight_decay=weight_decay)
+    n_train = len(x)
+
     xs, ys = jnp.asarray(x, jnp.float32), jnp.asarray(y, jnp.float32)
     hvp, dim = spectra.jax_hvp(lambda p: classifier.nll(p, xs, ys), params)
     gvp, _ = spectra.jax_ggn_vp(classifier.logit, params, xs)
     gq = classifier.flat_grads(params, proxy.query_grid(n_grid, 4.0)[idx])
     a = curvature.ggn_factor(classifier.jacobian_rows(params, x), classifier.predict_proba(params, x),
                              scale=1.0 / n_train)
-    return {"hessian": hvp, "ggn": gvp, "dim": dim, "gq": gq,
+    return {"hessian": hvp, "ggn": gvp, "dim": dim, "gq": gq, "params": params,
             "exact": damped_quadratic_form(a, gq, weight_decay, method="woodbury")}
 
 
 def _mlp_item(setup: dict[str, Any], item: str, seed: int, m: int, weight_decay: float,
               idx: np.ndarray) -> dict[str, Any]:
-    """One item of the large MLP: probe ``k`` of the Hessian (probes drawn with ``seed``) or
-    the GGN (``seed + 1``), or one query's quadratic forms."""
+    """One item of the large MLP: its θ*, probe ``k`` of the Hessian (probes drawn with
+    ``seed``) or the GGN (``seed + 1``), or one query's quadratic forms."""
+    if item == THETA:
+        return theta_record(setup["params"])
     if item.startswith(("hessian/", "ggn/")):
         kind, probe = item.split("/")
         nodes, weights = spectra.slq_probe(setup[kind], setup["dim"], int(probe.removeprefix("probe")), m=m,
@@ -174,20 +151,14 @@ def _mlp_item(setup: dict[str, Any], item: str, seed: int, m: int, weight_decay:
     return {"exact": setup["exact"][pos], "lanczos": lanczos, "isotropic": float((g ** 2).sum() / lam)}
 
 
-def _local(kind: str, config: dict[str, Any]) -> Any | None:
-    """The local cache's entry for ``config`` if there is one (:func:`gnuq_core.repro.cache.cached`)."""
-    if not (cache_dir() / kind / f"{config_key(config)}.pkl").exists():
-        return None
-    return cached(kind, config, lambda: None)
-
-
 def large_mlp(width: int, *, seed: int, n_train: int, steps: int, weight_decay: float, n_probes: int, m: int,
-              n_query: int, n_grid: int, use_store: bool = False, verify: int = 1) -> dict[str, Any]:
+              n_query: int, n_grid: int, store: Store, verify: int = 1) -> dict[str, Any]:
     """:func:`damping.slq_case` (kind ``hessian_slq_mlp``): SLQ spectra of the Hessian and GGN and
     the per-query comparison at ``λ = weight_decay`` (Lanczos quadrature with ``m`` steps too).
 
-    ``verify`` stored items (probes or queries, drawn at random with a fixed seed) are
-    recomputed from scratch, each with its own training run.
+    ``verify`` stored items (probes, queries or θ*, drawn at random with a fixed seed) are
+    recomputed from scratch: on the platform that made them with their own training run,
+    elsewhere from the stored θ*.
 
     Returns
     -------
@@ -196,40 +167,34 @@ def large_mlp(width: int, *, seed: int, n_train: int, steps: int, weight_decay: 
     """
     idx = query_indices(n_grid, n_query)
     ids = ([f"hessian/probe{k}" for k in range(n_probes)] + [f"ggn/probe{k}" for k in range(n_probes)]
-           + [f"query{j}" for j in idx])
-
+           + [f"query{j}" for j in idx] + [THETA])
     memo: dict[str, Any] = {}
 
-    def compute(i: str) -> dict[str, Any]:
-        # a whole run in the local cache (a previous build without the store) is read back;
-        # otherwise item by item (one training run per call), so a killed run resumes
-        res = _local("spectra_slq_mlp", {"width": width, "seed": seed, "n_train": n_train, "steps": steps,
-                                         "wd": weight_decay, "probes": n_probes, "m": m, "n_query": n_query,
-                                         "n_grid": n_grid, "v": 2}) if use_store else None
-        if res is None and use_store:
-            if "setup" not in memo:
-                memo["setup"] = _mlp_setup(width, seed, n_train, steps, weight_decay, n_grid, idx)
-            return _mlp_item(memo["setup"], i, seed, m, weight_decay, idx)
-        if res is None:
-            res = memo.setdefault("whole", cached(
-                "spectra_slq_mlp", {"width": width, "seed": seed, "n_train": n_train, "steps": steps,
-                                    "wd": weight_decay, "probes": n_probes, "m": m, "n_query": n_query,
-                                    "n_grid": n_grid, "v": 2},
-                lambda: damping.slq_case(width, seed=seed, n_train=n_train, steps=steps,
-                                         weight_decay=weight_decay, n_probes=n_probes, m=m,
-                                         n_query=n_query, m_query=m, n_grid=n_grid)))
-        if i.startswith(("hessian/", "ggn/")):
-            kind, probe = i.split("/")
-            return _slq_dict(res[kind], int(probe.removeprefix("probe")))
-        pos = int(np.flatnonzero(idx == int(i.removeprefix("query")))[0])
-        return {key: res[key][pos] for key in ("exact", "lanczos", "isotropic")}
+    def setup_fresh() -> dict[str, Any]:
+        params, x, y = damping.train(width, seed, n_train, steps, weight_decay)
+        return _setup_at(params, x, y, weight_decay, n_grid, idx)
+
+    def compute(i: str) -> dict[str, Any]:  # one training run per build for all missing items
+        if "setup" not in memo:
+            memo["setup"] = setup_fresh()
+        return _mlp_item(memo["setup"], i, seed, m, weight_decay, idx)
+
+    def from_outputs(i: str, stored: dict[str, Any], records: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
+        if i == THETA:
+            return stored
+        if "stored_setup" not in memo:
+            params = decode_params(records[THETA]["theta_f32"], [2, width, width, 1])
+            x, y = damping.task_data(seed, n_train)
+            memo["stored_setup"] = _setup_at(params, x, y, weight_decay, n_grid, idx)
+        return _mlp_item(memo["stored_setup"], i, seed, m, weight_decay, idx)
 
     config = {"width": width, "seed": seed, "n_train": n_train, "steps": steps, "weight_decay": weight_decay,
-              "m": m, "n_grid": n_grid}
-    recs = _items("hessian_slq_mlp", config, ids, compute,
-                  lambda i: _mlp_item(_mlp_setup(width, seed, n_train, steps, weight_decay, n_grid, idx), i, seed, m,
-                                      weight_decay, idx),
-                  use_store, verify, "large MLP (probes, queries)")
+              "m": m, "n_grid": n_grid, "version": 1}
+    recs = {r["id"]: r for r in store.items(
+        "hessian_slq_mlp", config, ids, compute, recompute=lambda i: _mlp_item(setup_fresh(), i, seed, m, weight_decay,
+                                                                               idx),
+        from_outputs=from_outputs, verify=verify, verify_among=_made_here(store),
+        progress="large MLP (probes, queries)")}
 
     def slq_result(kind: str) -> spectra.SLQResult:
         probes = [recs[f"{kind}/probe{k}"] for k in range(n_probes)]
@@ -251,47 +216,14 @@ def large_mlp(width: int, *, seed: int, n_train: int, steps: int, weight_decay: 
 # ------------------------------------------------------------------ SLQ, LM block
 
 
-def lanczos_prefix(nodes: np.ndarray, weights: np.ndarray, steps: int) -> tuple[np.ndarray, np.ndarray]:
-    """The first ``steps`` Lanczos coefficients (``alpha``, ``beta``) of the run whose quadrature
-    rule is ``(nodes, weights)``.
-
-    The rule is the eigendecomposition of the run's tridiagonal matrix ``T`` (nodes: its
-    eigenvalues, weights: the squared first components of its eigenvectors), so Lanczos on
-    ``diag(nodes)`` from ``sqrt(weights)`` rebuilds ``T``. A stored probe can so be checked
-    against the first steps of a run from scratch, which cost a fraction of the whole run.
-    """
-    nodes = np.asarray(nodes, dtype=float)
-    return spectra.lanczos(lambda v: nodes * v, np.sqrt(np.asarray(weights, dtype=float)), steps)
-
-
-def _check_prefix(kind: str, key: dict[str, Any], recs: dict[str, dict[str, Any]], ids: Sequence[str],
-                  verify: int, steps: int, fresh: Callable[[str, int], tuple[np.ndarray, np.ndarray]]) -> None:
-    """Recompute the first ``steps`` Lanczos steps of ``verify`` random probes (fixed seed) from
-    scratch and compare their coefficients with those of the stored rules."""
-    rtol, atol = TOLERANCE[kind]
-    for i in random.Random(0).sample(list(ids), min(verify, len(ids))):
-        a, b = lanczos_prefix(recs[i]["nodes"], recs[i]["weights"], steps)
-        fa, fb = fresh(i, steps)
-        scale = max(1.0, float(np.max(np.abs(recs[i]["nodes"]))))  # coefficients are on the spectrum's scale
-        diffs = results_store.compare({"alpha": a.tolist(), "beta": b.tolist()},
-                                      {"alpha": fa.tolist(), "beta": fb.tolist()}, rtol, atol * scale)
-        if diffs:
-            path = results_store.store_path(kind, key, results_store.code_version(STORE_CODE))
-            raise results_store.ResultsDisagree(
-                f"{path}: the first {steps} Lanczos steps of {i}, recomputed from scratch, differ from the stored "
-                f"rule's ({'; '.join(diffs[:5])}). The stored result is stale or the computation is not "
-                "deterministic: delete the file to recompute.")
-
-
-def lm_block(source: str, *, n_tokens: int, n_probes: int, m: int, seed: int, use_store: bool = False,
-             verify: int = 1, verify_steps: int | None = None) -> dict[str, Any]:
+def lm_block(source: str, *, n_tokens: int, n_probes: int, m: int, seed: int, store: Store,
+             verify: int = 1) -> dict[str, Any]:
     """SLQ spectrum of the last block's Hessian (kind ``hessian_slq_lm``, one item per probe).
 
-    ``verify`` stored probes (drawn at random with a fixed seed) are recomputed from
-    scratch: one model load and ``m`` Hessian-vector products each, or only the first
-    ``verify_steps`` Lanczos steps (their coefficients are compared with those of the
-    stored rule, :func:`lanczos_prefix`), which makes the check ``m / verify_steps``
-    times cheaper.
+    ``verify`` stored probes (drawn at random with a fixed seed) are checked by recomputing
+    the first :data:`~gnuq_core.store.kinds.PREFIX_STEPS` Lanczos steps from scratch (one
+    model load and that many Hessian-vector products), compared with the coefficients
+    rebuilt from the stored rule.
 
     Returns
     -------
@@ -301,46 +233,28 @@ def lm_block(source: str, *, n_tokens: int, n_probes: int, m: int, seed: int, us
     """
     if source not in lm_hessian.SOURCES:
         raise ValueError(f"source must be one of {', '.join(map(repr, lm_hessian.SOURCES))}, not {source!r}")
-
-    def run() -> dict[str, Any]:
-        op = lm_hessian.block_operator(source, n_tokens, seed=seed)
-        res = spectra.slq(op["matvec"], op["dim"], n_probes=n_probes, m=m, seed=seed)
-        return {"slq": res, "dim": op["dim"], "loss": op["loss"](), "name": op["name"], "n_layers": op["n_layers"]}
-
-    local = {"source": source, "tokens": n_tokens, "probes": n_probes, "m": m, "seed": seed, "v": 1}
     memo: dict[str, Any] = {}
 
-    def probe(op: dict[str, Any], i: str) -> dict[str, Any]:
+    def operator() -> dict[str, Any]:
+        if "op" not in memo:
+            memo["op"] = lm_hessian.block_operator(source, n_tokens, seed=seed)
+        return memo["op"]
+
+    def compute(i: str) -> dict[str, Any]:  # one model load per build for all missing probes
+        op = operator()
         nodes, weights = spectra.slq_probe(op["matvec"], op["dim"], int(i.removeprefix("probe")), m=m, seed=seed)
         return {"nodes": nodes, "weights": weights, "dim": op["dim"], "loss": op["loss"]()}
 
-    def compute(i: str) -> dict[str, Any]:
-        # a whole run in the local cache is read back; with the store, missing probes are
-        # otherwise computed one by one (one model load per build), so a killed run resumes
-        res = _local("spectra_slq_lm", local)
-        if res is None and use_store:
-            if "op" not in memo:
-                memo["op"] = lm_hessian.block_operator(source, n_tokens, seed=seed)
-            return probe(memo["op"], i)
-        if res is None:
-            res = memo.setdefault("whole", cached("spectra_slq_lm", local, run))
-        return {**_slq_dict(res["slq"], int(i.removeprefix("probe"))), "loss": res["loss"]}
-
-    def fresh(i: str) -> dict[str, Any]:
-        return probe(lm_hessian.block_operator(source, n_tokens, seed=seed), i)
-
-    def fresh_prefix(i: str, steps: int) -> tuple[np.ndarray, np.ndarray]:
+    def prefix(i: str) -> dict[str, Any]:
         op = lm_hessian.block_operator(source, n_tokens, seed=seed)
         probe = spectra.rademacher_probe(op["dim"], seed, int(i.removeprefix("probe")))
-        return spectra.lanczos(op["matvec"], probe, steps)
+        alpha, beta = spectra.lanczos(op["matvec"], probe, min(PREFIX_STEPS, m))
+        return {"alpha": alpha, "beta": beta, "dim": op["dim"], "loss": op["loss"]()}
 
     ids = [f"probe{k}" for k in range(n_probes)]
-    config = {"source": source, "tokens": n_tokens, "m": m, "seed": seed, "layer": -1}
-    partial = bool(verify_steps) and verify_steps < m
-    recs = _items("hessian_slq_lm", config, ids, compute, fresh, use_store, 0 if partial else verify,
-                  "LM block (probes)")
-    if use_store and partial and verify:
-        _check_prefix("hessian_slq_lm", {**config, "version": 1}, recs, ids, verify, verify_steps, fresh_prefix)
+    config = {"source": source, "tokens": n_tokens, "m": m, "seed": seed, "layer": -1, "version": 1}
+    recs = {r["id"]: r for r in store.items("hessian_slq_lm", config, ids, compute, recompute=prefix, verify=verify,
+                                            progress="LM block (probes)")}
     probes = [recs[i] for i in ids]
     res = spectra.SLQResult([np.asarray(p["nodes"], float) for p in probes],
                             [np.asarray(p["weights"], float) for p in probes], int(probes[0]["dim"]))

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import copy
 import math
+import operator
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -42,8 +43,8 @@ import torch
 from gnuq_core.lm.anatomy import _device, _up
 from gnuq_core.lm.prompts import PromptError
 
-__all__ = ["Generation", "Sample", "decode", "generate", "sample_answers", "context_length", "check_length",
-           "stop_token_ids"]
+__all__ = ["Generation", "Sample", "decode", "generate", "sample_answers", "teacher_forced", "context_length",
+           "check_length", "check_token_ids", "stop_token_ids"]
 
 
 @dataclass
@@ -138,6 +139,27 @@ def check_length(model: Any, n_prompt: int, n_more: int) -> None:
             f"the prompt has {n_prompt} tokens and up to {n_more} more are needed, but the model's context "
             f"is {ctx} tokens: shorten the prompt by at least {n_prompt + n_more - ctx} tokens (or lower "
             "max_new_tokens); gnuq does not truncate prompts because that silently changes the question")
+
+
+def check_token_ids(model: Any, ids: Sequence[int], what: str) -> None:
+    """Raise `PromptError` unless every id of ``ids`` is an int in ``[0, vocabulary size)``.
+
+    A negative id would index from the end of the embedding matrix (``-1`` is the last
+    token) and give a number for a sequence nobody asked for; an id past the vocabulary
+    fails deep inside the model. ``what`` names the sequence in the message.
+    """
+    emb = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
+    vocab = int(emb.weight.shape[0]) if emb is not None else int(model.config.vocab_size)
+    for k, tok in enumerate(ids):
+        try:
+            value = operator.index(tok)
+        except TypeError:
+            value = None
+        if value is None or isinstance(tok, bool):
+            raise PromptError(f"{what}: token {k} is {tok!r}, not an integer token id")
+        if not 0 <= value < vocab:
+            raise PromptError(f"{what}: token id {value} at position {k} is outside the vocabulary [0, {vocab}): "
+                              "encode the text with the model's own tokenizer")
 
 
 def stop_token_ids(model: Any, tokenizer: Any) -> set[int]:
@@ -310,13 +332,34 @@ def _sample_rows(model: Any, tokenizer: Any, logits: torch.Tensor, cache: Any, n
                    stop_lp[i], stop_id[i]) for i in range(n)]
 
 
+TEMPERATURE_RANGE = (1e-4, 1e2)
+"""Sampling temperatures accepted: far below 1e-4 the log-probabilities divided by T overflow
+float32 (use `generate` for greedy answers), above 100 every token is about equally likely."""
+MAX_SAMPLES = 1024
+"""Samples decoded side by side in one call (each row holds a KV cache: more do not fit in memory)."""
+
+
+def _is_int(value: Any) -> bool:
+    """An integer (Python or numpy), not a bool or a float."""
+    return not isinstance(value, bool) and hasattr(type(value), "__index__")
+
+
 def _check_args(max_new_tokens: int, n: int, temperature: float) -> None:
-    if max_new_tokens < 1:
-        raise ValueError(f"max_new_tokens must be at least 1 (got {max_new_tokens})")
-    if n < 0:
-        raise ValueError(f"the number of samples must be >= 0 (got {n})")
-    if not temperature > 0:
-        raise ValueError(f"temperature must be > 0 (got {temperature}; use `generate` for greedy decoding)")
+    if not _is_int(max_new_tokens) or max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be an integer of at least 1 (got {max_new_tokens!r})")
+    if not _is_int(n) or n < 0:
+        raise ValueError(f"the number of samples must be an integer >= 0 (got {n!r})")
+    if n > MAX_SAMPLES:
+        raise ValueError(f"{n} samples cannot be decoded side by side (at most {MAX_SAMPLES}: each holds a KV cache); "
+                         "use fewer, or sample_answers(..., batch_size=64) for many")
+    lo, hi = TEMPERATURE_RANGE
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not math.isfinite(temperature) \
+            or temperature <= 0:
+        raise ValueError(f"temperature must be a finite number > 0 (got {temperature!r}; use `generate` for greedy "
+                         "decoding)")
+    if not lo <= temperature <= hi:
+        raise ValueError(f"temperature {temperature:g} is outside [{lo:g}, {hi:g}]: below, log p / T overflows float32 "
+                         "(use `generate` for greedy answers); above, every token is about equally likely")
 
 
 @torch.no_grad()
@@ -413,9 +456,11 @@ def sample_answers(model: Any, tokenizer: Any, prompt_ids: Sequence[int], n: int
     docstring). Seeded: the same seed gives the same samples (and, for ``batch_size``
     = ``n``, the same samples as `decode`).
     """
-    if n < 1:
-        raise ValueError(f"n must be at least 1 (got {n})")
-    _check_args(max_new_tokens, n, temperature)
+    if not _is_int(n) or n < 1:
+        raise ValueError(f"n must be an integer of at least 1 (got {n!r})")
+    if batch_size is not None and (not _is_int(batch_size) or batch_size < 1):
+        raise ValueError(f"batch_size must be an integer of at least 1 (got {batch_size!r})")
+    _check_args(max_new_tokens, min(n, batch_size or n), temperature)
     check_length(model, len(prompt_ids), max_new_tokens)
     stops = stop_token_ids(model, tokenizer)
     nl: dict[int, bool] = {}
@@ -429,3 +474,55 @@ def sample_answers(model: Any, tokenizer: Any, prompt_ids: Sequence[int], n: int
                                 max_new_tokens=max_new_tokens, stops=stops, stop_at_newline=stop_at_newline, nl=nl,
                                 generator=generator)
     return samples
+
+
+@torch.no_grad()
+def teacher_forced(model: Any, prompt_ids: Sequence[int], sequences: Sequence[Sequence[int]]
+                   ) -> list[tuple[list[float], list[float]]]:
+    """log p and the next-token entropy (nats) of each token of each given continuation.
+
+    The continuations are scored *as given* (teacher forcing: no sampling, no argmax), in one
+    batch: prompt + continuation per row, padded on the right (causal attention never sees
+    the padding of its own row). What `decode` reports for a continuation it produced, up to
+    float rounding: the distribution is the model's own (T = 1), the same log-softmax.
+
+    Parameters
+    ----------
+    model : transformers causal LM
+    prompt_ids : sequence of int
+    sequences : sequence of sequences of int
+        Continuations (a generated answer, with its stop token if it ended at one). Empty
+        continuations give empty lists.
+
+    Returns
+    -------
+    list of (log_probs, entropies)
+        Per continuation, one value per token.
+    """
+    check_token_ids(model, prompt_ids, "the prompt")
+    for k, seq in enumerate(sequences):
+        check_token_ids(model, seq, f"continuation {k}")
+    rows = [list(prompt_ids) + list(seq) for seq in sequences]
+    out: list[tuple[list[float], list[float]]] = [([], []) for _ in sequences]
+    todo = [k for k, seq in enumerate(sequences) if len(seq) > 0]
+    if not todo:
+        return out
+    width = max(len(rows[k]) for k in todo)
+    check_length(model, len(prompt_ids), width - len(prompt_ids))
+    dev = _device(model)
+    ids = torch.zeros((len(todo), width), dtype=torch.long, device=dev)
+    mask = torch.zeros((len(todo), width), dtype=torch.long, device=dev)
+    for r, k in enumerate(todo):
+        ids[r, :len(rows[k])] = torch.tensor(rows[k], device=dev)
+        mask[r, :len(rows[k])] = 1
+    logits = model(input_ids=ids, attention_mask=mask, use_cache=False).logits
+    n_p = len(prompt_ids)
+    for r, k in enumerate(todo):
+        t = len(sequences[k])
+        lp = torch.log_softmax(_up(logits[r, n_p - 1:n_p - 1 + t]), dim=-1)
+        target = ids[r, n_p:n_p + t]
+        picked = lp.gather(1, target[:, None])[:, 0].double().tolist()
+        entropy = (-(lp.exp() * lp).nan_to_num().sum(-1)).double().tolist()
+        out[k] = (picked, entropy)
+    return out
+

@@ -68,7 +68,7 @@ from gnuq_core.lm.anatomy import (
     _up,
     resolve_groups,
 )
-from gnuq_core.lm.decoding import check_length
+from gnuq_core.lm.decoding import check_length, check_token_ids
 from gnuq_core.lm.prompts import PromptError
 
 _FIX = "run the model in float32 (dtype='float32') and check the prompt/answer for unusual input"
@@ -108,8 +108,9 @@ def forward_backward(model: Any, prompt_ids: Sequence[int], answer_ids: Sequence
     Parameters
     ----------
     model : transformers causal LM
-        In eval mode. Its parameters, ``requires_grad`` flags and ``.grad`` are unchanged on
-        return.
+        Its parameters, ``requires_grad`` flags, ``.grad`` and train/eval mode are unchanged
+        on return. A model in train mode is switched to eval mode for the pass (dropout
+        would make the number random) and back.
     prompt_ids, answer_ids : sequence of int
         Token ids; the answer must have at least one token.
     groups, per_group
@@ -123,7 +124,28 @@ def forward_backward(model: Any, prompt_ids: Sequence[int], answer_ids: Sequence
     ------
     FloatingPointError
         If log p or a gradient is NaN/inf; names the parameter and its group.
+    RuntimeError
+        Inside ``torch.inference_mode()``, where no gradient can be computed.
+    PromptError
+        For an empty prompt or answer, or a token id outside the vocabulary.
     """
+    if torch.is_inference_mode_enabled():
+        raise RuntimeError("forward_backward was called inside torch.inference_mode(), where no gradient can be "
+                           "computed: call it outside that block (torch.no_grad() is fine: the pass turns "
+                           "gradients on for itself)")
+    if not model.training:
+        return _forward_backward(model, prompt_ids, answer_ids, groups=groups, per_group=per_group, ghost=ghost)
+    model.eval()
+    try:
+        return _forward_backward(model, prompt_ids, answer_ids, groups=groups, per_group=per_group, ghost=ghost)
+    finally:
+        model.train()
+
+
+def _forward_backward(model: Any, prompt_ids: Sequence[int], answer_ids: Sequence[int], *,
+                      groups: str | Sequence[str] | Mapping[str, Any] | None, per_group: bool,
+                      ghost: str) -> GradientPass:
+    """`forward_backward` on a model in eval mode."""
     started = time.perf_counter()
     if ghost not in GHOST_MODES:
         raise ValueError(f"ghost={ghost!r}: use one of {', '.join(map(repr, GHOST_MODES))}")
@@ -131,6 +153,8 @@ def forward_backward(model: Any, prompt_ids: Sequence[int], answer_ids: Sequence
         raise PromptError("the answer has zero tokens: nothing to score")
     if len(prompt_ids) == 0:
         raise PromptError("the prompt has zero tokens: pass a non-empty prompt")
+    check_token_ids(model, prompt_ids, "the prompt")
+    check_token_ids(model, answer_ids, "the answer")
     check_length(model, len(prompt_ids), len(answer_ids))
     spec = resolve_groups(model, groups)
     params, names = _unique_params(model)

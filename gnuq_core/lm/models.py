@@ -26,11 +26,14 @@ second load takes about a second. A missing, partial or corrupt cache entry is r
 Interrupted runs leave nothing that blocks the next one: the Gemma file is assembled into
 a temporary file and renamed into place (a half-made file from an older version is
 detected by its sha256 and rebuilt), and the temporary ``*.tmp<pid>`` files and folders of
-a process that no longer runs are removed on the next load.
+a process that no longer runs are removed on the next load. Concurrent first loads (two
+``torchrun`` ranks on a cold cache) take a lock (in ``<GNUQ_CACHE_DIR>/locks/``) to build:
+one builds, the other waits and then reads the finished entry.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import importlib.util
 import json
@@ -38,6 +41,8 @@ import os
 import re
 import shutil
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -78,6 +83,14 @@ def check_device(device: str | None) -> None:
                               "numbered from 0")
     elif dev.type == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
         raise DeviceError("MPS is not available in this torch build or on this machine; use --device cpu")
+    elif dev.type == "meta":
+        raise DeviceError("device 'meta' holds no numbers (shapes only): use cpu, cuda or mps")
+    elif dev.type not in ("cpu", "cuda", "mps"):
+        backend = getattr(torch, dev.type, None)
+        available = getattr(backend, "is_available", None)
+        if not (callable(available) and available()):
+            raise DeviceError(f"device {device!r} is not available in this torch build or on this machine; use "
+                              "cpu, cuda or mps")
 
 
 _TEMP = re.compile(r"\.tmp(\d+)$")
@@ -125,6 +138,13 @@ def _assemble_atomically(target: Path, build: Callable[[Path], Any], sha256: str
     the next call.
     """
     target.parent.mkdir(parents=True, exist_ok=True)
+    if target.exists() and file_sha256(target) == sha256:
+        return target
+    with _build_lock(target):  # concurrent first uses assemble once
+        return _assemble_locked(target, build, sha256)
+
+
+def _assemble_locked(target: Path, build: Callable[[Path], Any], sha256: str) -> Path:
     remove_stale_temps(target.parent)
     if target.exists():
         if file_sha256(target) == sha256:
@@ -298,23 +318,56 @@ def _save_plain(model: Any, folder: Path) -> None:
 
 
 def _dequantise(gguf: Path, dtype: str) -> tuple[Any, Any]:
-    """Load a GGUF file with transformers (de-quantising every tensor): (model, tokenizer)."""
+    """Load a GGUF file with transformers (de-quantising every tensor): (model, tokenizer).
+
+    A truncated or damaged file fails inside the GGUF reader with errors that name no file
+    (``struct.error``, "cannot reshape array …"); they become one `ModelNotFound` naming it.
+    """
+    import struct
+
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=_torch_dtype(dtype))
+    try:
+        tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=_torch_dtype(dtype))
+    except (struct.error, ValueError, KeyError, IndexError, EOFError, OSError) as err:
+        size = gguf.stat().st_size if gguf.exists() else 0
+        raise ModelNotFound(f"{gguf} ({size:,} bytes) cannot be read as a GGUF model ({type(err).__name__}: "
+                            f"{str(err).strip().splitlines()[0] if str(err).strip() else 'no detail'}): the file is "
+                            "truncated or damaged; download it again or reinstall its package") from None
     return model, tok
 
 
+@contextmanager
+def _build_lock(target: Path) -> Iterator[None]:
+    """Hold an exclusive lock for building ``target`` (blocking): concurrent first loads (two
+    ``torchrun`` ranks on a cold cache) build one after the other, and the second finds the
+    first's complete folder instead of reading one that is being replaced."""
+    locks = cache_dir() / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    with open(locks / f"{target.parent.name}-{target.name}.lock", "a+") as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
 def _build_gguf_cache(gguf: Path, target: Path, dtype: str) -> None:
-    """De-quantise ``gguf`` and save it (model + tokenizer) to ``target`` atomically."""
+    """De-quantise ``gguf`` and save it (model + tokenizer) to ``target`` atomically.
+
+    Built in a private ``.tmp<pid>`` folder and published by renames (an old ``target`` is
+    first renamed away, then deleted), so no reader ever sees a half-written folder."""
     tmp = target.with_name(target.name + f".tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     model, tok = _dequantise(gguf, dtype)
     _save_plain(model, tmp)
     tok.save_pretrained(tmp)
     (tmp / _COMPLETE).write_text(json.dumps({"source": str(gguf), "sha256": file_sha256(gguf), "dtype": dtype}))
-    shutil.rmtree(target, ignore_errors=True)
+    if target.exists():
+        old = target.with_name(target.name + f".old.tmp{os.getpid()}")
+        os.replace(target, old)
+        shutil.rmtree(old, ignore_errors=True)
     os.replace(tmp, target)
 
 
@@ -337,17 +390,22 @@ def _load_gguf(gguf: Path, *, dtype: str, device: str | None, device_map: Any, u
         model, tok = _dequantise(gguf, dtype)
         return (model.to(device) if device else model), tok
     target = dequantised_dir(gguf, dtype)
-    remove_stale_temps(target.parent)
-    if target.exists() and (target / _COMPLETE).exists():
+    if target.exists() and (target / _COMPLETE).exists():  # the common case: no lock needed
         try:
             return _load_folder(target, dtype=dtype, device=device, device_map=device_map, trust_remote_code=False)
-        except Exception as err:  # noqa: BLE001 - any unreadable cache entry is rebuilt
-            warnings.warn(f"cached weights in {target} are unreadable ({type(err).__name__}: {err}); "
-                          "rebuilding them from the GGUF file", stacklevel=3)
-    elif target.exists():
-        warnings.warn(f"cached weights in {target} are incomplete (an interrupted build?); rebuilding",
-                      stacklevel=3)
-    _build_gguf_cache(gguf, target, dtype)
+        except Exception as err:  # noqa: BLE001 - any unreadable cache entry is rebuilt (below, under the lock)
+            broken = f"unreadable ({type(err).__name__}: {err})"
+    else:
+        broken = "incomplete (an interrupted build?)" if target.exists() else ""
+    with _build_lock(target):
+        remove_stale_temps(target.parent)
+        if target.exists() and (target / _COMPLETE).exists() and not broken:
+            pass  # another process built it while this one waited for the lock
+        else:
+            if broken and target.exists():
+                warnings.warn(f"cached weights in {target} are {broken}; rebuilding them from the GGUF file",
+                              stacklevel=3)
+            _build_gguf_cache(gguf, target, dtype)
     return _load_folder(target, dtype=dtype, device=device, device_map=device_map, trust_remote_code=False)
 
 

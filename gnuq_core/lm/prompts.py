@@ -66,7 +66,9 @@ def format_prompt(tokenizer: Any, question: str, style: str, *, brief: bool = Tr
     ``brief`` adds a one-line "answer in a few words" instruction in chat mode (the
     few-shot examples already show short answers).
     """
-    if not isinstance(question, str) or not question.strip():
+    if not isinstance(question, str):
+        raise PromptError(f"the prompt is a {type(question).__name__}, not text: pass the question as a str")
+    if not question.strip():
         raise PromptError("the prompt is empty or whitespace only: pass the question text to score")
     check_text(question, "prompt")
     check_style(tokenizer, style)
@@ -95,7 +97,10 @@ def encode_answer(tokenizer: Any, answer: str, style: str) -> list[int]:
     PromptError
         If the answer is empty or tokenises to zero tokens.
     """
-    if not isinstance(answer, str) or not answer.strip():
+    if not isinstance(answer, str):
+        raise PromptError(f"the answer is a {type(answer).__name__}, not text: pass a str, or answer=None to let "
+                          "the model generate one")
+    if not answer.strip():
         raise PromptError("the answer is empty or whitespace only: pass answer=None to let the model "
                           "generate one, or give a non-empty answer")
     check_text(answer, "answer")

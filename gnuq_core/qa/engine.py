@@ -27,7 +27,7 @@ from gnuq_core.lm import baselines as bl
 from gnuq_core.qa import scores as registry
 
 __all__ = ["QAConfig", "evaluate_question", "question_record", "question_seed", "record_groups", "resolved_style",
-           "run_benchmark", "rescore", "clean"]
+           "run_benchmark", "rescore", "rescore_answers", "storable", "clean"]
 
 
 @dataclass(frozen=True)
@@ -195,6 +195,68 @@ def rescore(record: dict[str, Any], clusterer: Any = None) -> dict[str, float]:
     if record.get("samples"):
         out.update(_sample_values(record))
     return out
+
+
+def rescore_answers(model: Any, tokenizer: Any, question: str, stored: dict[str, Any], config: QAConfig, *,
+                    style: str, clusterer: Any = None) -> dict[str, Any]:
+    """``stored`` with every field that is exact given its answers recomputed from them.
+
+    The greedy answer and the samples are taken *as stored* (their tokens are the chaotic
+    part of a record: a sampled token near a tie can change on another CPU); everything
+    computed from them is recomputed: the gradient pass on the greedy answer
+    (``grad_sq``, ``group_sq``), its teacher-forced token log-probs and entropies and the
+    log-prob of its stop token, P(True) of its text, each sample's token and stop log-probs
+    (teacher-forced, in one batch) and meaning clusters, and every score of ``scores``.
+    The results store checks a record made on another platform this way (and a verified
+    carry checks every record this way): the same numbers up to float rounding.
+    """
+    from gnuq_core.lm.decoding import teacher_forced
+    from gnuq_core.lm.gradient import forward_backward
+    from gnuq_core.lm.prompts import encode_prompt, format_prompt
+    from gnuq_core.lm.scoring import uncertainties
+
+    ids = encode_prompt(tokenizer, format_prompt(tokenizer, question, style), style)
+    gen = dict(stored["generation"])
+    samples = [dict(x) for x in stored.get("samples") or []]
+
+    def with_stop(answer_ids: list[int], stop: int | None) -> list[int]:
+        return list(answer_ids) + ([int(stop)] if stop is not None else [])
+
+    scored = teacher_forced(model, ids, [with_stop(gen["answer_ids"], gen.get("stop_token_id"))]
+                            + [with_stop(x["answer_ids"], x.get("stop_token_id")) for x in samples])
+    n = len(gen["answer_ids"])
+    lps, ents = scored[0]
+    gen.update(token_log_probs=lps[:n], token_entropies=ents[:n],
+               stop_log_prob=lps[n] if gen.get("stop_token_id") is not None else None)
+    for x, (slp, _) in zip(samples, scored[1:]):
+        m = len(x["answer_ids"])
+        x.update(token_log_probs=slp[:m], stop_log_prob=slp[m] if x.get("stop_token_id") is not None else None)
+    gp = forward_backward(model, ids, gen["answer_ids"], groups=record_groups(config.groups), per_group=True)
+    seq, norm = uncertainties(gp.token_log_probs, gp.grad_sq, gp.group_sq)
+    scores: dict[str, Any] = {
+        "log_p": seq.log_p, "p": seq.p, "log10_grad_log_p_sq": seq.log10_grad_log_p_sq,
+        "log10_epistemic": seq.log10_epistemic, "epistemic": seq.epistemic, "aleatoric": seq.aleatoric,
+        "combined": seq.combined,
+        "normalized": {"p": norm.p, "log10_epistemic": norm.log10_epistemic, "epistemic": norm.epistemic,
+                       "aleatoric": norm.aleatoric, "combined": norm.combined},
+    }
+    record: dict[str, Any] = {**stored, "generation": gen, "grad_sq": gp.grad_sq, "group_sq": gp.group_sq}
+    scores.update(_generation_values(record))
+    if "p_true" in stored.get("scores", {}):
+        scores["p_true"] = bl.p_true(model, tokenizer, question, stored["answer"], style=style)["p_true"]
+    if samples:
+        clusters = clusterer([x["answer"] for x in samples]) if clusterer is not None else [x["cluster"] for x in samples]
+        record["samples"] = [{**x, "cluster": c} for x, c in zip(samples, clusters)]
+        scores.update(_sample_values(record))
+    record["scores"] = scores
+    return clean(record)
+
+
+def storable(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` without its prompt token ids, which spell out the question: what the results
+    store keeps (the prompt is re-encoded from the question on reading)."""
+    generation = {k: v for k, v in record["generation"].items() if k != "prompt_ids"}
+    return {**record, "generation": generation}
 
 
 def question_record(loaded: Any, item: Any, config: QAConfig, *, style: str, clusterer: Any = None,

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MCItem", "load_mc", "score_choices", "mc_scores", "STORE_CODE", "stored_mc_scores"]
+__all__ = ["MCItem", "load_mc", "score_choices", "mc_scores", "stored_mc_scores"]
 
 
 @dataclass(frozen=True)
@@ -89,26 +89,18 @@ def mc_scores(model: Any, tokenizer: Any, item: MCItem, *, style: str) -> dict[s
     return {"mc1": float(item.mc1[best] == 1), "mc2": float(true_mass)}
 
 
-# Sources whose content defines the code version of stored MC scores.
-STORE_CODE = ["gnuq_core.qa.multiple_choice", "gnuq_core.lm.gradient", "gnuq_core.lm.decoding", "gnuq_core.lm.prompts",
-              "gnuq_core.lm.anatomy", "gnuq_core.lm.models",
-              "gnuq_core.estimators.core", "gnuq_core.estimators.hooks", "gnuq_core.qa.data"]
-
-
-def stored_mc_scores(loaded: Any, name: str, items: Sequence[MCItem], *, verify: int = 1,
-                     root: Path | None = None) -> list[dict[str, Any]]:
-    """`mc_scores` of ``items`` for the model ``loaded`` (alias ``name``) through the results store.
+def stored_mc_scores(loaded: Any, name: str, items: Sequence[MCItem], *, store: Any,
+                     verify: int = 1) -> list[dict[str, Any]]:
+    """`mc_scores` of ``items`` for the model ``loaded`` (alias ``name``) through ``store`` (kind ``qa_mc``).
 
     Stored questions are reused, missing ones computed and appended, and ``verify`` stored
-    ones recomputed and compared (relative 1e-4: forward passes in float32). Returns one
-    record ``{"id", "mc1", "mc2"}`` per item, in order.
+    ones recomputed and compared under the kind's contract (exact: forward passes only).
+    Returns one record ``{"id", "mc1", "mc2"}`` per item, in order.
     """
-    from gnuq_core.repro.results_store import run_stored
-
     if any(not it.id for it in items):
         raise ValueError("MC items need their ids (load them with load_mc)")
     by_id = {it.id: it for it in items}
     config = {"model": name, "style": loaded.prompt_style}
-    return run_stored("qa_mc", config, list(by_id),
-                      lambda i: mc_scores(loaded.model, loaded.tokenizer, by_id[i], style=loaded.prompt_style),
-                      code_files=STORE_CODE, verify=verify, rtol=1e-4, atol=1e-6, root=root)
+    return store.items("qa_mc", config, list(by_id),
+                       lambda i: mc_scores(loaded.model, loaded.tokenizer, by_id[i], style=loaded.prompt_style),
+                       verify=verify)

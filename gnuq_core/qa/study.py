@@ -2,16 +2,19 @@
 
 This module glues the engine (`gnuq_core.qa.engine`, `gnuq_core.lm.scoring`) to the evaluation:
 
-* `run_dataset`: one model on a slice of one dataset, through the resumable
-  `gnuq_core.qa.engine.run_benchmark`, into ``<cache>/qa/<dataset>-<config key>.jsonl``; every
-  question is computed once per configuration, so rebuilding the book re-reads the file
-  and a long (full-profile) run can be interrupted and resumed.
+* `run_dataset`: one model on a slice of one dataset, one record per question through a
+  store (`gnuq_core.store`: the results store of the paper edition, the local cache of a
+  preview); every question is computed once per configuration and code version, so
+  rebuilding the book re-reads it and a long (full-profile) run can be interrupted and
+  resumed. A stored record is checked on another platform from its stored answers
+  (`gnuq_core.qa.engine.rescore_answers`).
 * `group_norms_of`: ``||grad log p||^2`` split by parameter group (the tied embedding /
   output matrix, each decoder block, the rest), read from the records (the engine's one
   gradient pass per question computes the split; the groups sum to the total).
 * `chapter_config`, `fill` (``python -m gnuq_core.qa.study fill``): the chapter's
   configuration from a profile, and filling its store outside the notebook, sharded under
-  ``torchrun --nproc-per-node N`` (`gnuq_core.repro.shards`).
+  ``torchrun --nproc-per-node N`` (`gnuq_core.repro.shards`); ``carry`` carries the stored
+  records across a code change after recomputing every record's exact part.
 * `variant_costs`: seconds per forward-backward pass for all parameters, all but the
   embeddings, and the last block only.
 * `score_table`: one row per question: answer, length, stop reason, correctness labels
@@ -30,10 +33,9 @@ from typing import Any
 import numpy as np
 
 from gnuq_core.qa import scores
-from gnuq_core.repro.cache import config_key
-from gnuq_core.repro.paths import cache_dir
+from gnuq_core.store import Store, open_store
 
-__all__ = ["CATEGORY_GROUPS", "category_group", "select_items", "run_path",
+__all__ = ["CATEGORY_GROUPS", "category_group", "select_items", "store_config", "store_file",
            "run_dataset", "group_norms_of", "chapter_config", "fill", "variant_costs", "score_table", "group_scores",
            "aligned", "campaign_progress", "progress_table"]
 
@@ -68,22 +70,10 @@ def select_items(items: Sequence[Any], n: int | None, seed: int) -> list[Any]:
     return [items[i] for i in order[: len(items) if n is None else n]]
 
 
-def run_path(config: Any, dataset: str, kind: str = "qa") -> Path:
-    """Cache file of a run: ``<cache>/<kind>/<dataset>-<key>.jsonl``, keyed by the config, the
-    dataset and the code version (`STORE_CODE`), so records made by older code are never reused."""
-    from gnuq_core.repro.results_store import code_version
+def store_config(config: Any, dataset: str) -> dict[str, Any]:
+    """The store configuration of ``config``'s records on ``dataset`` (kind ``qa``)."""
+    return {**asdict(config), "dataset": dataset}
 
-    key = config_key({**asdict(config), "dataset": dataset, "_code": code_version(STORE_CODE)})
-    return cache_dir() / kind / f"{dataset}-{key}.jsonl"
-
-
-# Sources whose content defines the code version of stored QA records.
-STORE_CODE = ["gnuq_core.qa.engine", "gnuq_core.lm.scoring", "gnuq_core.lm.decoding", "gnuq_core.lm.gradient", "gnuq_core.lm.anatomy", "gnuq_core.estimators.core", "gnuq_core.estimators.hooks", "gnuq_core.lm.prompts",
-              "gnuq_core.lm.baselines", "gnuq_core.lm.clustering", "gnuq_core.lm.models", "gnuq_core.qa.scores"]
-
-
-# The tolerance of the store's from-scratch check of a QA record.
-QA_RTOL, QA_ATOL = 1e-3, 1e-6
 
 # Records note the number of CPU threads torch used: the order of floating-point sums in a
 # matrix product depends on it, and a sampled token whose inverse-CDF draw falls within that
@@ -121,13 +111,6 @@ def thread_variants(compute: Callable[[str], dict[str, Any]], item: str,
         yield fresh
 
 
-def storable(record: Mapping[str, Any]) -> dict[str, Any]:
-    """``record`` without its prompt token ids, which spell out the question: what the results
-    store keeps (`with_prompt_ids` restores them from the question)."""
-    generation = {k: v for k, v in record["generation"].items() if k != "prompt_ids"}
-    return {**record, "generation": generation}
-
-
 def with_prompt_ids(loaded: Any, record: Mapping[str, Any], question: str) -> dict[str, Any]:
     """``record`` with ``generation.prompt_ids`` re-encoded from ``question`` in its prompt style."""
     from gnuq_core.lm.prompts import encode_prompt, format_prompt
@@ -137,54 +120,51 @@ def with_prompt_ids(loaded: Any, record: Mapping[str, Any], question: str) -> di
     return {**record, "generation": {**record["generation"], "prompt_ids": ids}}
 
 
-def run_dataset(loaded: Any, items: Sequence[Any], config: Any, *, progress: bool = True, store: bool = False,
-                verify: int = 2, store_root: Path | None = None, world: Any = None,
-                compute_missing: bool = True) -> list[dict[str, Any]]:
-    """Evaluate ``items`` (one dataset) with `gnuq_core.qa.engine`; their records.
+def run_dataset(loaded: Any, items: Sequence[Any], config: Any, *, store: Store, progress: bool = True,
+                verify: int = 2, world: Any = None, compute_missing: bool = True) -> list[dict[str, Any]]:
+    """Evaluate ``items`` (one dataset) with `gnuq_core.qa.engine`; their records, in order.
 
-    By default the records live in the local cache (resumable JSONL). With ``store`` they
-    live in the repository's results store (`gnuq_core.repro.results_store`): ids, answers and
-    numbers only, never question or reference texts (nor the prompt's token ids, which are
-    re-encoded on reading); stored records are reused, missing ones computed and appended,
-    and ``verify`` random stored ones recomputed and compared. With ``store`` and not
-    ``compute_missing`` only the stored records are returned (in the order of ``items``),
-    nothing is computed: the paper edition's view of a campaign that is still filling the store.
+    The records live in ``store`` (kind ``qa``): ids, answers and numbers only, never question
+    or reference texts (nor the prompt's token ids, which are re-encoded on reading); stored
+    records are reused, missing ones computed and appended, and ``verify`` random stored
+    ones checked under the kind's contract: recomputed whole on the platform (and under the
+    thread count) that made them, from their stored answers elsewhere. With not
+    ``compute_missing`` only the stored records are returned (in the order of ``items``).
 
     With ``world`` (`gnuq_core.repro.shards.World` of a ``torchrun`` job) this process
     computes the missing items at positions ≡ rank (mod size) of ``items`` into its own
     shard; rank 0 merges the shards at the end, and every rank returns all the records.
     """
-    from gnuq_core.qa.engine import question_record, resolved_style, run_benchmark
-    from gnuq_core.repro.shards import read_merged
+    from gnuq_core.lm.clustering import get_clusterer
+    from gnuq_core.qa.engine import question_record, rescore_answers, resolved_style, storable
 
     if not items:
         return []
     dataset = items[0].dataset
-    if store:
-        from gnuq_core.lm.clustering import get_clusterer
-        from gnuq_core.repro.results_store import run_stored
+    by_id = {it.id: it for it in items}
+    style = resolved_style(loaded, config)
+    memo: dict[str, Any] = {}
 
-        by_id = {it.id: it for it in items}
-        style = resolved_style(loaded, config)
-        clusterer = get_clusterer(config.clusterer, config.threshold) if config.n_samples > 0 else None
-        store_config = {**asdict(config), "dataset": dataset}
+    def clusterer() -> Any:
+        if "clusterer" not in memo:
+            memo["clusterer"] = get_clusterer(config.clusterer, config.threshold) if config.n_samples > 0 else None
+        return memo["clusterer"]
 
-        def compute(i: str) -> dict[str, Any]:
-            record = storable(question_record(loaded, by_id[i], config, style=style, clusterer=clusterer, texts=False))
-            return {**record, THREADS_FIELD: _torch_threads()}
+    def compute(i: str) -> dict[str, Any]:
+        record = storable(question_record(loaded, by_id[i], config, style=style, clusterer=clusterer(), texts=False))
+        return {**record, THREADS_FIELD: _torch_threads()}
 
-        recs = run_stored("qa", store_config, list(by_id), compute,
-                          recompute_variants=lambda i, stored: thread_variants(compute, i, stored),
-                          code_files=STORE_CODE, verify=verify, rtol=QA_RTOL, atol=QA_ATOL,
-                          ignore=("seconds", "timings", THREADS_FIELD),
-                          progress=f"{config.model} {dataset}" if progress else None, root=store_root,
-                          world=world, compute_missing=compute_missing)
-        return [with_prompt_ids(loaded, r, by_id[r["id"]].question) for r in recs]
-    path = run_path(config, dataset)
-    run_benchmark(loaded, list(items), config, path, progress=progress, world=world)
-    _, recs = read_merged(path)
-    by_id = {r["id"]: r for r in recs}
-    return [by_id[it.id] for it in items]
+    def from_outputs(i: str, stored: dict[str, Any], _: Mapping[str, Any]) -> dict[str, Any]:
+        public = {k: v for k, v in stored.items() if k not in ("type", "id", "_made")}
+        return rescore_answers(loaded.model, loaded.tokenizer, by_id[i].question, public, config, style=style,
+                               clusterer=clusterer())
+
+    recs = store.items("qa", store_config(config, dataset), list(by_id), compute,
+                       recompute_variants=lambda i, stored: thread_variants(compute, i, stored),
+                       from_outputs=from_outputs, verify=verify,
+                       progress=f"{config.model} {dataset}" if progress else None, world=world,
+                       compute_missing=compute_missing)
+    return [with_prompt_ids(loaded, r, by_id[r["id"]].question) for r in recs]
 
 
 def group_norms_of(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
@@ -370,22 +350,22 @@ def chapter_items(dataset: str, params: Mapping[str, Any], data_dir: str | Path 
     return select_items(load_qa(dataset, data_dir=data_dir), params[SIZE_PARAMETER[dataset]] or None, params["seed"])
 
 
-def store_file(config: Any, dataset: str, root: Path | None = None) -> Path:
-    """The results-store file of ``config`` on ``dataset`` under the current code
-    (``results/qa/<key>.jsonl``; shards ``<key>.rank{r}of{N}.jsonl`` next to it)."""
-    from gnuq_core.repro.results_store import STORE, code_version, store_path
-
-    return store_path("qa", {**asdict(config), "dataset": dataset}, code_version(STORE_CODE), root or STORE)
+def store_file(config: Any, dataset: str, store: Store | None = None) -> Path:
+    """The store file of ``config`` on ``dataset`` under the current code (default: the results
+    store's ``results/qa/<key>.jsonl``; shards ``<key>.rank{r}of{N}.jsonl`` next to it)."""
+    return (store or open_store("full")).path("qa", store_config(config, dataset))
 
 
 def fill(profile: str, dataset: str, models: Sequence[str] | None = None, *, overrides: Mapping[str, Any] | None = None,
          device: str = "cpu", threads: int | None = None, verify: int = 0, data_dir: str | Path | None = None,
-         store_root: Path | None = None, progress: bool = True) -> dict[str, int]:
+         store_root: Path | None = None, progress: bool = True, compute_missing: bool = True) -> dict[str, int]:
     """Compute chapter 06's records of ``dataset`` for ``models`` (default: the chapter's) as
     the chapter would, outside the notebook; returns the number of records per model.
 
-    Where they go is the chapter's choice (``use_results_store``: the results store, else
-    the local cache), so the next build of the chapter reads them. Under ``torchrun
+    They go where the chapter's build of ``profile`` reads them (`gnuq_core.store.open_store`:
+    the results store for the paper edition, the local cache otherwise; ``store_root``
+    another folder). With not ``compute_missing`` nothing is computed: the stored records
+    are read (and, with ``GNUQ_STORE_CARRY=1``, an orphaned file carried). Under ``torchrun
     --nproc-per-node N`` the work is sharded (`gnuq_core.repro.shards`): rank r computes
     the questions at positions ≡ r (mod N) of the chapter's seeded order into its own shard,
     and rank 0 merges the shards at the end. Resumable after a kill at any moment.
@@ -401,7 +381,8 @@ def fill(profile: str, dataset: str, models: Sequence[str] | None = None, *, ove
         for model in models or params["models"]:
             loaded = load_model(model, device=dev)
             recs = run_dataset(loaded, items, _config(model, params), progress=progress,
-                               store=params["use_results_store"], verify=verify, store_root=store_root, world=world)
+                               store=open_store(profile, root=store_root), verify=verify, world=world,
+                               compute_missing=compute_missing)
             done[model] = len(recs)
             del loaded
     return done
@@ -450,6 +431,7 @@ def progress_table(rows: Sequence[tuple[str, str, Mapping[str, float]]], ranks: 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m gnuq_core.qa.study fill|merge|where ...`` (see `fill`)."""
     import argparse
+    import os
     import sys
 
     parser = argparse.ArgumentParser(prog="python -m gnuq_core.qa.study",
@@ -458,11 +440,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     cmds = {"fill": "compute the missing records (resumable; sharded under torchrun)",
             "merge": "merge the shards a killed sharded run left into the main file",
-            "where": "print the store file, the number of questions and how many are done"}
+            "where": "print the store file, the number of questions and how many are done",
+            "carry": "carry the stored records across a code change, after recomputing every record's exact part "
+                     "from its stored answers (resumable; sharded under torchrun)"}
     for name, text in cmds.items():
         c = sub.add_parser(name, help=text)
         c.add_argument("--profile", default="full", help="chapter profile (default: full)")
-        if name == "where":
+        if name in ("where", "carry"):
             c.add_argument("--dataset", required=True, nargs="+", choices=list(SIZE_PARAMETER))
             c.add_argument("--markdown", action="store_true",
                            help="print the progress of every model and dataset as one Markdown table")
@@ -474,7 +458,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                        help="override one chapter parameter, as the chapter runner's --set")
         c.add_argument("--data-dir", default=None, help="dataset folder (else GNUQ_DATA_DIR)")
         c.add_argument("--store-root", type=Path, default=None, help="results store folder (default results/)")
-        if name == "fill":
+        if name in ("fill", "carry"):
             c.add_argument("--device", default="cpu", help="cpu, or cuda (each rank uses GPU LOCAL_RANK)")
             c.add_argument("--threads", type=int, default=None,
                            help="torch threads per process (default 1 under torchrun with several ranks)")
@@ -487,29 +471,31 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         overrides = parse_overrides(args.overrides)
-        if args.command == "fill":
-            done = fill(args.profile, args.dataset, args.model, overrides=overrides, device=args.device,
-                        threads=args.threads, verify=args.verify, data_dir=args.data_dir, store_root=args.store_root,
-                        progress=not args.no_progress)
-            print("; ".join(f"{m}: {n} records" for m, n in done.items()))
+        if args.command in ("fill", "carry"):
+            if args.command == "carry":
+                os.environ["GNUQ_STORE_CARRY"] = "1"
+            for dataset in [args.dataset] if isinstance(args.dataset, str) else args.dataset:
+                done = fill(args.profile, dataset, args.model, overrides=overrides, device=args.device,
+                            threads=args.threads, verify=args.verify, data_dir=args.data_dir,
+                            store_root=args.store_root, progress=not args.no_progress,
+                            compute_missing=args.command == "fill")
+                print(f"{dataset}: " + "; ".join(f"{m}: {n} records" for m, n in done.items()))
             return 0
         from gnuq_core.repro.shards import merge_shards, read_merged, shard_paths
 
         params = chapter_parameters(args.profile, overrides)
-        if not params["use_results_store"]:
-            raise ValueError(f"profile {args.profile!r} keeps QA records in the local cache, not the results store: "
-                             "use a profile with use_results_store (full)")
+        store = open_store(args.profile, root=args.store_root)
         if args.command == "merge":
             ids = [it.id for it in chapter_items(args.dataset, params, args.data_dir)]
             for model in args.model or params["models"]:
-                path = store_file(_config(model, params), args.dataset, args.store_root)
+                path = store_file(_config(model, params), args.dataset, store)
                 print(f"{model}: {merge_shards(path, ids)} records merged into {path}")
             return 0
         rows = []
         for dataset in args.dataset:
             ids = [it.id for it in chapter_items(dataset, params, args.data_dir)]
             for model in args.model or params["models"]:
-                path = store_file(_config(model, params), dataset, args.store_root)
+                path = store_file(_config(model, params), dataset, store)
                 pr = campaign_progress(read_merged(path)[1], ids)
                 rows.append((model, dataset, pr))
                 if args.markdown:
@@ -523,7 +509,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.markdown:
             print(progress_table(rows))
         return 0
-    except (ChapterError, ConfigMismatch, DataNotFound, ValueError) as err:
+    except (ChapterError, ConfigMismatch, DataNotFound, ValueError, AssertionError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
 

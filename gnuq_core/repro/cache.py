@@ -20,9 +20,11 @@ T = TypeVar("T")
 
 
 def config_key(config: dict[str, Any]) -> str:
-    """Stable 16-hex-digit hash of a JSON-serialisable configuration."""
-    text = json.dumps(config, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    """Stable 16-hex-digit hash of a JSON-serialisable configuration, the same on every machine
+    (floats rounded to 12 significant digits first: `gnuq_core.store.keys.config_key`)."""
+    from gnuq_core.store.keys import config_key as canonical_key
+
+    return canonical_key(config)
 
 
 def cached(kind: str, config: dict[str, Any], compute: Callable[[], T], *, root: Path | None = None) -> T:

@@ -22,8 +22,13 @@ def chapter_name() -> str:
 
 
 def cache_dir() -> Path:
-    """Cache for heavy results: ``GNUQ_CACHE_DIR`` or ``~/.cache/gnuq``."""
-    default = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "gnuq"
-    path = Path(os.environ.get("GNUQ_CACHE_DIR", default))
+    """Cache for heavy results: ``GNUQ_CACHE_DIR`` or ``$XDG_CACHE_HOME/gnuq`` or ``~/.cache/gnuq``.
+
+    An empty variable counts as unset (``GNUQ_CACHE_DIR=`` must not put hundreds of MB of
+    weights into the current folder); ``~`` is expanded.
+    """
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    default = Path(xdg).expanduser() / "gnuq"
+    path = Path(os.environ.get("GNUQ_CACHE_DIR") or default).expanduser()
     path.mkdir(parents=True, exist_ok=True)
     return path

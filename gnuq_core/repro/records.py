@@ -31,7 +31,8 @@ try:
 except ImportError:  # pragma: no cover - not POSIX: no locking
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["ConfigMismatch", "OutputLocked", "OutputPathError", "RecordFile", "check_output_path", "read_records"]
+__all__ = ["ConfigMismatch", "OutputLocked", "OutputPathError", "RecordFile", "canonical_config", "check_output_path",
+           "read_records"]
 
 
 class ConfigMismatch(ValueError):
@@ -117,8 +118,12 @@ def _release(key: str) -> None:
         os.close(entry[0])  # closing the descriptor releases the flock
 
 
-def _canonical(config: dict[str, Any]) -> dict[str, Any]:
-    return json.loads(json.dumps(config, sort_keys=True, default=str))
+def canonical_config(config: Any) -> Any:
+    """The configuration as a header holds it: JSON values, floats rounded to 12 significant
+    digits (`gnuq_core.store.keys.canonical`), so a one-ulp difference is the same run."""
+    from gnuq_core.store.keys import canonical
+
+    return canonical(config)
 
 
 class RecordFile:
@@ -134,7 +139,7 @@ class RecordFile:
 
     def __init__(self, path: str | Path, config: dict[str, Any]) -> None:
         self.path = Path(path)
-        self.config = _canonical(config)
+        self.config = canonical_config(config)
         self.done: set[str] = set()
         check_output_path(self.path)
         created = not self.path.exists()
@@ -190,7 +195,7 @@ class RecordFile:
             raise ConfigMismatch(f"{self.path} exists but has no gnuq header line: it is not a gnuq result file; "
                                  "choose another --out path")
         old = parsed[0].get("config", {})
-        if old != self.config:
+        if canonical_config(old) != self.config:
             keys = sorted(k for k in set(old) | set(self.config) if old.get(k) != self.config.get(k))
             diff = "; ".join(f"{k}: file has {old.get(k)!r}, this run {self.config.get(k)!r}" for k in keys)
             raise ConfigMismatch(f"{self.path} belongs to a run with a different configuration ({diff}): use a "

@@ -36,7 +36,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from gnuq_core.repro.records import ConfigMismatch, RecordFile, read_records
+from gnuq_core.repro.records import ConfigMismatch, RecordFile, canonical_config, read_records
 
 __all__ = ["World", "ShardLocked", "world_from_env", "rank_device", "distributed", "shard_path", "shard_paths", "locked",
            "read_merged", "merge_shards", "writer"]
@@ -229,7 +229,7 @@ def read_merged(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]
             continue  # killed before its header was complete: nothing in it
         if config is None:
             config = cfg
-        elif cfg != config:
+        elif canonical_config(cfg) != canonical_config(config):
             raise ConfigMismatch(f"{p} has another configuration than {path.name}: it is not a shard of this run; "
                                  "move it away")
         for r in recs:
@@ -267,7 +267,7 @@ def merge_shards(path: str | Path, order: Sequence[str] | None = None) -> int:
         for s, (cfg, recs) in zip(shards, contents):
             if not cfg and not recs:
                 continue
-            if cfg != main.config:
+            if canonical_config(cfg) != main.config:
                 raise ConfigMismatch(f"{s} has another configuration than {path.name}: it is not a shard of this "
                                      "run; move it away")
             per_shard.append([])
@@ -302,7 +302,7 @@ def _same_run(path: Path, config: dict[str, Any]) -> None:
     if not isinstance(header, dict) or header.get("type") != "header":
         raise ConfigMismatch(f"{path} exists but has no gnuq header line: it is not a gnuq result file; choose "
                              "another --out path")
-    if header.get("config") != json.loads(json.dumps(config, sort_keys=True, default=str)):
+    if canonical_config(header.get("config")) != canonical_config(config):
         raise ConfigMismatch(f"{path} belongs to a run with a different configuration: use a different --out "
                              "file, or delete this one to start over")
 

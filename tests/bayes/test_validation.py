@@ -52,27 +52,27 @@ def _setting(seed=1, width=3):
 def test_stored_references_reuse_verify_and_catch_tampering(fake_nuts, tmp_path):
     import json
 
-    from gnuq_core.repro.results_store import ResultsDisagree
     from gnuq_core.bayes.validation import setting_id, stored_references
+    from gnuq_core.store import ResultsDisagree, Store
 
-    store = tmp_path / "store"
+    store = Store(tmp_path / "store", label="the test store")
     settings = [_setting(1), _setting(2)]
-    refs = stored_references(settings, root=store, verify=2, progress=False)
+    refs = stored_references(settings, store=store, verify=2, progress=False)
     assert len(fake_nuts) == 2 and set(refs) == {setting_id(s) for s in settings}
     # Evaluating from the stored summary gives what evaluating directly gives.
     direct, from_store = evaluate(settings[0]), evaluate(settings[0], reference_summary=refs[setting_id(settings[0])])
     np.testing.assert_allclose(direct["q"]["grid"]["ref"]["var_p"], from_store["q"]["grid"]["ref"]["var_p"])
     # A second build reuses both and samples two of them again from scratch (not from the cache).
-    stored_references(settings, root=store, verify=2, progress=False)
+    stored_references(settings, store=store, verify=2, progress=False)
     assert len(fake_nuts) == 4
     # A stored number that the code no longer reproduces fails the build and names the item.
-    (path,) = store.glob("nuts_reference/*.jsonl")
+    (path,) = store.root.glob("nuts_reference/*.jsonl")
     lines = path.read_text().splitlines()
     rec = json.loads(lines[1])
     rec["q"]["in"]["ref"]["var_p"][0] *= 1.5
     path.write_text("\n".join([lines[0], json.dumps(rec), *lines[2:]]) + "\n")
     with pytest.raises(ResultsDisagree, match=rec["id"]):
-        stored_references(settings, root=store, verify=2, progress=False)
+        stored_references(settings, store=store, verify=2, progress=False)
 
 
 @pytest.mark.parametrize("problem", ["two_moons", "gap_regression"])
@@ -80,13 +80,13 @@ def test_stored_local_estimates_give_the_direct_evaluation(fake_nuts, tmp_path, 
     import json
 
     from gnuq_core.bayes.validation import local_estimates, setting_id, stored_local_estimates
-    from gnuq_core.repro.results_store import ResultsDisagree
+    from gnuq_core.store import ResultsDisagree, Store
 
-    store = tmp_path / "store"
+    store = Store(tmp_path / "store", label="the test store")
     settings = [Setting(problem, dict(n_train=20, n_query_in=10, grid_size=5), dict(width=3),
                         mcmc.NutsSettings(num_warmup=5, num_samples=20, num_chains=2), seed=s, n_restarts=1)
                 for s in (1, 2)]
-    local = stored_local_estimates(settings, ntk=True, root=store, verify=0, progress=False)
+    local = stored_local_estimates(settings, ntk=True, store=store, verify=0, progress=False)
     direct, stored = evaluate(settings[0], ntk=True), evaluate(settings[0], ntk=True, local=local[setting_id(settings[0])])
     assert stored["map"].grad_norm == pytest.approx(direct["map"].grad_norm, rel=1e-6)
     for qname in ("in", "grid"):
@@ -102,13 +102,13 @@ def test_stored_local_estimates_give_the_direct_evaluation(fake_nuts, tmp_path, 
     with pytest.raises(ValueError, match="other query sets or without the tangent-kernel view"):
         evaluate(settings[0], ntk=False, local=local[setting_id(settings[0])])
     # A build checks a stored record by fitting the MAP again, and a changed number fails it.
-    (path,) = store.glob("local_estimates/*.jsonl")
+    (path,) = store.root.glob("local_estimates/*.jsonl")
     lines = path.read_text().splitlines()
     rec = json.loads(lines[1])
     rec["q"]["grid"]["est"]["iso_f"][0] *= 1.5
     path.write_text("\n".join([lines[0], json.dumps(rec), *lines[2:]]) + "\n")
     with pytest.raises(ResultsDisagree, match=rec["id"]):
-        stored_local_estimates(settings, ntk=True, root=store, verify=2, progress=False)
+        stored_local_estimates(settings, ntk=True, store=store, verify=2, progress=False)
 
 
 def _memory_maps() -> int:

@@ -1,11 +1,10 @@
 """Chapter 02's stored items: stored runs equal direct ones to rounding, stored seeds are
 reused and only missing ones computed, the check recomputes from scratch (embeddings
-included) and catches a changed number, and a preview build writes nothing."""
+included) and catches a changed number."""
 
 from __future__ import annotations
 
 import json
-import pickle
 
 import numpy as np
 import pytest
@@ -13,8 +12,7 @@ import pytest
 from gnuq_core.isotropy import proxy
 from gnuq_core.isotropy import proxy_stored
 from gnuq_core.isotropy import text_proxy
-from gnuq_core.repro import results_store
-from gnuq_core.repro.results_store import ResultsDisagree
+from gnuq_core.store import ResultsDisagree, Store
 
 DELTAS = [0.0, 1.0, 3.0]
 SYNTH = dict(n_train=40, hidden=[3], steps=20, weight_decay=1e-3, k_top=2, n_grid=4)
@@ -23,10 +21,9 @@ HEAD = dict(hidden=[3], steps=20, weight_decay=1e-2, k_top=2)
 
 @pytest.fixture
 def store(monkeypatch, tmp_path):
-    """An empty local cache and results store."""
+    """An empty local cache and results store (``store.root``: its folder)."""
     monkeypatch.setenv("GNUQ_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(results_store, "STORE", tmp_path / "results")
-    return tmp_path / "results"
+    return Store(tmp_path / "results", label="the test store")
 
 
 def _tamper(path, item: str, *keys: str) -> None:
@@ -56,7 +53,7 @@ def _counting(monkeypatch, module, name: str) -> list[int]:
 
 
 def test_synthetic_stored_equals_direct_reuses_and_computes_only_missing(store, monkeypatch):
-    first = proxy_stored.synthetic_runs([0], DELTAS, **SYNTH, use_store=True, verify=0)
+    first = proxy_stored.synthetic_runs([0], DELTAS, **SYNTH, store=store, verify=0)
     direct = proxy.run_seed(0, DELTAS, **SYNTH)
     for key in ("rho_proxy", "rho_proxy_diag", "overlap", "structure"):
         np.testing.assert_allclose(first[0][key], direct[key], rtol=1e-6)
@@ -66,33 +63,24 @@ def test_synthetic_stored_equals_direct_reuses_and_computes_only_missing(store, 
     for j in (0, len(DELTAS) - 1):
         np.testing.assert_allclose(first[0]["log_ratio"][j], direct["log_ratio"][j], rtol=1e-6, atol=1e-12)
     calls = _counting(monkeypatch, proxy, "run_seed")
-    both = proxy_stored.synthetic_runs([0, 1], DELTAS, **SYNTH, use_store=True, verify=0)
+    both = proxy_stored.synthetic_runs([0, 1], DELTAS, **SYNTH, store=store, verify=0)
     assert len(calls) == 1  # seed 0 read back, seed 1 computed
     np.testing.assert_array_equal(both[0]["log_ratio"][0], first[0]["log_ratio"][0])
-    proxy_stored.synthetic_runs([1, 0], DELTAS, **SYNTH, use_store=True, verify=0)
+    proxy_stored.synthetic_runs([1, 0], DELTAS, **SYNTH, store=store, verify=0)
     assert len(calls) == 1
     summary = proxy.summarise(both, DELTAS)  # what the chapter reads is there
     assert len(summary["diff"]) == len(DELTAS)
 
 
 def test_synthetic_check_recomputes_from_scratch_and_catches_a_changed_number(store):
-    proxy_stored.synthetic_runs([0], DELTAS, **SYNTH, use_store=False)  # a local cache entry
-    assert not store.exists()  # a preview build writes nothing to the store
-    proxy_stored.synthetic_runs([0], DELTAS, **SYNTH, use_store=True, verify=1)
-    (path,) = store.glob("proxy_synthetic/*.jsonl")
+    proxy_stored.synthetic_runs([0], DELTAS, **SYNTH, store=store, verify=0)
+    proxy_stored.synthetic_runs([0], DELTAS, **SYNTH, store=store, verify=1)
+    (check,) = store.checks()
+    assert check.same_platform and check.largest <= 1 and check.item == "seed0"
+    (path,) = store.root.glob("proxy_synthetic/*.jsonl")
     _tamper(path, "seed0", "rho_proxy")
     with pytest.raises(ResultsDisagree, match="seed0"):
-        proxy_stored.synthetic_runs([0], DELTAS, **SYNTH, use_store=True, verify=1)
-    # missing items are read from the local cache, but the check recomputes from scratch
-    path.unlink()
-    (entry,) = (store.parent / "cache" / "proxy_synthetic").glob("*.pkl")
-    saved = pickle.loads(entry.read_bytes())
-    saved["result"]["log_ratio"][-1] = saved["result"]["log_ratio"][-1] + 0.5
-    entry.write_bytes(pickle.dumps(saved))
-    stale = proxy_stored.synthetic_runs([0], DELTAS, **SYNTH, use_store=True, verify=0)
-    assert stale[0]["log_ratio"][len(DELTAS) - 1][0] == pytest.approx(saved["result"]["log_ratio"][-1][0])
-    with pytest.raises(ResultsDisagree, match="log_ratio_last"):
-        proxy_stored.synthetic_runs([0], DELTAS, **SYNTH, use_store=True, verify=1)
+        proxy_stored.synthetic_runs([0], DELTAS, **SYNTH, store=store, verify=1)
 
 
 def _texts() -> tuple[dict[str, list[str]], dict[str, np.ndarray]]:
@@ -115,29 +103,25 @@ def test_text_runs_need_no_embeddings_when_stored_and_the_check_embeds_from_scra
     texts, labels = _texts()
     calls: list[int] = []
     kw = dict(**HEAD, encoder=_encoder(calls), encoder_id={"model": "hash-test"})
-    first = proxy_stored.text_runs(texts, labels, [0, 1], use_store=True, verify=0, **kw)
+    first = proxy_stored.text_runs(texts, labels, [0, 1], store=store, verify=0, **kw)
     assert len(calls) == 1  # embedded once for both seeds (and cached locally)
     direct = text_proxy.run_head_experiment(_encoder([])(texts), labels, seed=1, **HEAD)
     for m, u in direct["u"].items():
         np.testing.assert_allclose(first[1]["u"][m], u, rtol=1e-6)
     assert first[1]["rho"] == pytest.approx(direct["rho"], rel=1e-6)
-    again = proxy_stored.text_runs(texts, labels, [0, 1], use_store=True, verify=0, **kw)
+    again = proxy_stored.text_runs(texts, labels, [0, 1], store=store, verify=0, **kw)
     assert len(calls) == 1  # everything stored: nothing embedded
     np.testing.assert_array_equal(again[0]["u"]["isotropic"], first[0]["u"]["isotropic"])
-    proxy_stored.text_runs(texts, labels, [0, 1], use_store=True, verify=1, **kw)
+    proxy_stored.text_runs(texts, labels, [0, 1], store=store, verify=1, **kw)
     assert len(calls) == 2  # the check embeds from scratch, not from the local cache
-    (path,) = store.glob("proxy_text/*.jsonl")
+    (path,) = store.root.glob("proxy_text/*.jsonl")
     assert "question" not in path.read_text()  # the store holds hashes of the texts, not the texts
     _tamper(path, "seed1", "u", "proxy_other")
     with pytest.raises(ResultsDisagree, match="seed1"):
-        proxy_stored.text_runs(texts, labels, [0, 1], use_store=True, verify=2, **kw)
+        proxy_stored.text_runs(texts, labels, [0, 1], store=store, verify=2, **kw)
 
 
-def test_text_runs_without_the_store_write_nothing_and_an_unnamed_encoder_is_refused(store):
+def test_an_unnamed_encoder_is_refused(store):
     texts, labels = _texts()
-    calls: list[int] = []
-    out = proxy_stored.text_runs(texts, labels, [0], use_store=False, **HEAD, encoder=_encoder(calls),
-                                 encoder_id={"model": "hash-test"})
-    assert set(out[0]["u"]) >= {"reference", "isotropic"} and not store.exists()
     with pytest.raises(ValueError, match="encoder_id"):
-        proxy_stored.text_runs(texts, labels, [0], **HEAD, encoder=_encoder(calls))
+        proxy_stored.text_runs(texts, labels, [0], **HEAD, store=store, encoder=_encoder([]))

@@ -141,7 +141,7 @@ def test_generate_stopping_rules():
     assert (g.answer, g.stop_reason) == ("b", "eos")
     assert 2 in stop_token_ids(ScriptedLM([a]), tok)
     assert tok.convert_tokens_to_ids("<|im_end|>") in stop_token_ids(ScriptedLM([a]), tok)
-    with pytest.raises(ValueError, match="max_new_tokens must be at least 1"):
+    with pytest.raises(ValueError, match="max_new_tokens must be an integer of at least 1"):
         generate(ScriptedLM([a]), tok, [1, a], max_new_tokens=0)
 
 

@@ -38,8 +38,11 @@ def run(model_dir: str | Path, store: str | Path, world=None, slow: float = 0.0)
             return record(*args, **kwargs)
 
         engine.question_record = slow_record
+    from gnuq_core.store import Store
+
     lm = load_model(str(model_dir), dtype="float64")
-    return run_dataset(lm, ITEMS, CFG, progress=False, store=True, store_root=Path(store), verify=0, world=world)
+    return run_dataset(lm, ITEMS, CFG, progress=False, store=Store(Path(store), label="the test store"), verify=0,
+                       world=world)
 
 
 def main(argv: list[str]) -> int:

@@ -84,7 +84,7 @@ def test_one_gradient_pass_gives_the_total_and_the_per_block_split():
 
 def test_samples_are_seeded_by_question_not_by_run_order_or_process(tmp_path):
     from gnuq_core.qa.engine import question_seed
-    from gnuq_core.repro.results_store import _without
+    from gnuq_core.store.store import _without
     from gnuq_core.repro.shards import World, shard_paths
 
     assert question_seed(0, "q1") == question_seed(0, "q1") != question_seed(0, "q2") != question_seed(1, "q1")

@@ -55,20 +55,21 @@ def test_mc_scores_on_a_tiny_model():
 def test_stored_mc_scores_are_computed_once_and_checked(tmp_path, monkeypatch):
     from types import SimpleNamespace
 
-    from gnuq_core.repro.results_store import ResultsDisagree
+    from gnuq_core.store import ResultsDisagree, Store
 
+    store = Store(tmp_path, label="the test store")
     loaded = SimpleNamespace(model=tiny_llama(), tokenizer=byte_tokenizer(), prompt_style="chat")
     items = [MCItem("Q?", {"yes": 1, "no": 0}, {"yes": 1, "no": 0}, "mc_0"),
              MCItem("R?", {"a": 0, "b": 1}, {"a": 0, "b": 1}, "mc_1")]
-    first = truthfulqa_mc.stored_mc_scores(loaded, "tiny", items, verify=0, root=tmp_path)
+    first = truthfulqa_mc.stored_mc_scores(loaded, "tiny", items, verify=0, store=store)
     assert [r["id"] for r in first] == ["mc_0", "mc_1"]
     assert first[0]["mc2"] == pytest.approx(mc_scores(loaded.model, loaded.tokenizer, items[0], style="chat")["mc2"],
                                             rel=1e-6)
     calls = []
     monkeypatch.setattr(truthfulqa_mc, "mc_scores", lambda *a, **k: calls.append(1) or {"mc1": 0.0, "mc2": 0.5})
-    again = truthfulqa_mc.stored_mc_scores(loaded, "tiny", items, verify=0, root=tmp_path)
+    again = truthfulqa_mc.stored_mc_scores(loaded, "tiny", items, verify=0, store=store)
     assert again == first and not calls  # read back, nothing recomputed
     with pytest.raises(ResultsDisagree):  # the sample check recomputes and compares
-        truthfulqa_mc.stored_mc_scores(loaded, "tiny", items, verify=1, root=tmp_path)
+        truthfulqa_mc.stored_mc_scores(loaded, "tiny", items, verify=1, store=store)
     with pytest.raises(ValueError, match="need their ids"):
-        truthfulqa_mc.stored_mc_scores(loaded, "tiny", [MCItem("Q?", {"a": 1}, {"a": 1})], root=tmp_path)
+        truthfulqa_mc.stored_mc_scores(loaded, "tiny", [MCItem("Q?", {"a": 1}, {"a": 1})], store=store)

@@ -9,9 +9,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np
 import pytest
+import torch
 
 from gnuq_core.qa import study as qa_study
 from gnuq_core.qa.data import QAItem
+from gnuq_core.store import ResultsDisagree, Store
 
 from tests.tiny_models import byte_tokenizer, tiny_llama
 
@@ -104,21 +106,23 @@ def test_run_dataset_is_cached_and_records_carry_group_norms(tmp_path, monkeypat
     from gnuq_core.lm.models import LoadedModel
     from gnuq_core.qa.engine import QAConfig
 
+    from gnuq_core.store import open_store
+
     monkeypatch.setenv("GNUQ_CACHE_DIR", str(tmp_path))
     lm = LoadedModel(tiny_llama(), byte_tokenizer(), "tiny", "memory", "chat")
     items = [QAItem("tqa_1", "Capital of France?", ("Paris",), (), "triviaqa"),
              QAItem("tqa_2", "Two plus two?", ("four", "4"), (), "triviaqa")]
     cfg = QAConfig(model="tiny", max_new_tokens=3, n_samples=2, clusterer="exact")
-    recs = qa_study.run_dataset(lm, items, cfg, progress=False)
-    assert [r["id"] for r in recs] == ["tqa_1", "tqa_2"]
-    again = qa_study.run_dataset(lm, items, cfg, progress=False)
+    recs = qa_study.run_dataset(lm, items, cfg, progress=False, store=open_store("quick"))
+    assert [r["id"] for r in recs] == ["tqa_1", "tqa_2"] and list((tmp_path / "store" / "qa").glob("*.jsonl"))
+    again = qa_study.run_dataset(lm, items, cfg, progress=False, store=open_store("quick"))
     assert again == recs
     g = qa_study.group_norms_of(recs)  # the records' own split: no second gradient pass
     for r in recs:
         assert list(g[r["id"]]) == ["embeddings", "block 00", "block 01", "other"]
         total = math.fsum(g[r["id"]].values())
-        assert total == pytest.approx(r["grad_sq"], rel=1e-12)
-        assert math.log10(total) == pytest.approx(r["scores"]["log10_grad_log_p_sq"], abs=1e-9)
+        assert total == pytest.approx(r["grad_sq"], rel=1e-6)  # stored values keep 7 significant digits
+        assert math.log10(total) == pytest.approx(r["scores"]["log10_grad_log_p_sq"], abs=1e-6)
     with pytest.raises(KeyError, match="tqa_1.*no per-group norms"):
         qa_study.group_norms_of([{k: v for k, v in recs[0].items() if k != "group_sq"}])
     t = qa_study.score_table(recs, {it.id: it for it in items}, group_norms=g)
@@ -144,37 +148,56 @@ def test_store_records_carry_no_texts_and_are_verified(tmp_path, monkeypatch):
     items = [QAItem("tqa_1", "Capital of France?", ("Paris",), (), "triviaqa"),
              QAItem("tqa_2", "Two plus two?", ("four", "4"), (), "triviaqa")]
     cfg = QAConfig(model="tiny", max_new_tokens=3, n_samples=2, clusterer="exact")
-    store = tmp_path / "store"
-    recs = qa_study.run_dataset(lm, items, cfg, progress=False, store=True, store_root=store)
-    (path,) = store.glob("qa/*.jsonl")
+    store = Store(tmp_path / "store", label="the test store")
+    recs = qa_study.run_dataset(lm, items, cfg, progress=False, store=store)
+    (path,) = store.root.glob("qa/*.jsonl")
     text = path.read_text()
     assert "Capital of France" not in text and "Paris" not in text and "correctness_inputs" not in text
     assert "prompt_ids" not in text  # token ids would spell out the question
-    direct = qa_study.run_dataset(lm, items, cfg, progress=False)  # the local-cache path
+    direct = qa_study.run_dataset(lm, items, cfg, progress=False, store=Store(tmp_path / "other", label="another"))
     assert [r["generation"]["prompt_ids"] for r in recs] == [r["generation"]["prompt_ids"] for r in direct]
     # The next build reuses the stored records after recomputing both of them identically.
-    again = qa_study.run_dataset(lm, items, cfg, progress=False, store=True, store_root=store, verify=2)
+    again = qa_study.run_dataset(lm, items, cfg, progress=False, store=store, verify=2)
     assert [r["scores"] for r in again] == [r["scores"] for r in recs]
     g = qa_study.group_norms_of(again)  # stored records keep their per-group split
     assert set(g) == {"tqa_1", "tqa_2"} and g == qa_study.group_norms_of(recs)
-    assert not (store / "qa_groups").exists()
+    assert not (store.root / "qa_groups").exists()
     t = qa_study.score_table(recs, {it.id: it for it in items}, group_norms=g)
     assert t["question"].tolist() == ["Capital of France?", "Two plus two?"]
     assert json.loads(text.splitlines()[0])["type"] == "header"
 
 
-def test_run_path_changes_with_the_code(monkeypatch, tmp_path):
-    """The local cache of a run is keyed by the code too: records of older code are not reused."""
+def test_on_another_platform_a_record_is_checked_from_its_stored_answers(tmp_path, monkeypatch):
+    """Sampled tokens may change on another CPU; the numbers computed from the stored answers may not."""
+    import json
+
+    from gnuq_core.lm.models import LoadedModel
+    from gnuq_core.qa import engine
     from gnuq_core.qa.engine import QAConfig
 
-    monkeypatch.setenv("GNUQ_CACHE_DIR", str(tmp_path))
-    config = QAConfig(model="m")
-    before = qa_study.run_path(config, "truthfulqa")
-    code = tmp_path / "code.py"
-    code.write_text("x = 1\n")
-    monkeypatch.setattr(qa_study, "STORE_CODE", [*qa_study.STORE_CODE, code])
-    assert qa_study.run_path(config, "truthfulqa") != before
-    assert qa_study.run_path(config, "truthfulqa") == qa_study.run_path(config, "truthfulqa")
+    monkeypatch.setenv("GNUQ_CACHE_DIR", str(tmp_path / "cache"))
+    lm = LoadedModel(tiny_llama(dtype=torch.float32), byte_tokenizer(), "tiny", "memory", "chat")
+    items = [QAItem("tqa_1", "Capital of France?", ("Paris",), (), "triviaqa"),
+             QAItem("tqa_2", "Two plus two?", ("four", "4"), (), "triviaqa")]
+    cfg = QAConfig(model="tiny", max_new_tokens=4, n_samples=3, clusterer="exact")
+    store = Store(tmp_path / "store", label="the test store")
+    qa_study.run_dataset(lm, items, cfg, progress=False, store=store)
+    elsewhere = Store(store.root, label=store.label)
+    elsewhere._fingerprint = {**store.fingerprint, "torch_isa": "AVX2"}
+    generated: list[str] = []
+    original = engine.question_record
+    monkeypatch.setattr(engine, "question_record", lambda *a, **k: generated.append(1) or original(*a, **k))
+    qa_study.run_dataset(lm, items, cfg, progress=False, store=elsewhere, verify=2)
+    assert not generated  # nothing was generated or sampled again
+    checks = elsewhere.checks()
+    assert len(checks) == 2 and all(not c.same_platform and c.compared > 20 and c.largest <= 1 for c in checks)
+    (path,) = store.root.glob("qa/*.jsonl")
+    header, *lines = path.read_text().splitlines()
+    first = json.loads(lines[0])
+    first["grad_sq"] *= 1.01
+    path.write_text("\n".join([header, json.dumps(first), *lines[1:]]) + "\n")
+    with pytest.raises(ResultsDisagree, match="tqa_1.*grad_sq"):
+        qa_study.run_dataset(lm, items, cfg, progress=False, store=elsewhere, verify=2)
 
 
 def test_the_store_check_recomputes_under_the_records_thread_count(tmp_path, monkeypatch):
@@ -188,7 +211,6 @@ def test_the_store_check_recomputes_under_the_records_thread_count(tmp_path, mon
     from gnuq_core.lm.models import LoadedModel
     from gnuq_core.qa import engine
     from gnuq_core.qa.engine import QAConfig
-    from gnuq_core.repro.results_store import ResultsDisagree
 
     def thread_dependent_record(loaded, item, config, **kwargs):
         return {"style": "chat", "generation": {"answer": "a"}, "value": float(torch.get_num_threads())}
@@ -198,22 +220,22 @@ def test_the_store_check_recomputes_under_the_records_thread_count(tmp_path, mon
     lm = LoadedModel(tiny_llama(), byte_tokenizer(), "tiny", "memory", "chat")
     items = [QAItem("tqa_1", "Capital of France?", ("Paris",), (), "triviaqa")]
     cfg = QAConfig(model="tiny", max_new_tokens=3, n_samples=0, clusterer="exact")
-    store, before = tmp_path / "store", torch.get_num_threads()
+    store, before = Store(tmp_path / "store", label="the test store"), torch.get_num_threads()
     try:
         torch.set_num_threads(1)
-        (rec,) = qa_study.run_dataset(lm, items, cfg, progress=False, store=True, store_root=store, verify=0)
+        (rec,) = qa_study.run_dataset(lm, items, cfg, progress=False, store=store, verify=0)
         assert rec["value"] == 1.0 and rec[qa_study.THREADS_FIELD] == 1
         torch.set_num_threads(2)
-        qa_study.run_dataset(lm, items, cfg, progress=False, store=True, store_root=store, verify=1)
+        qa_study.run_dataset(lm, items, cfg, progress=False, store=store, verify=1)
         assert torch.get_num_threads() == 2  # restored after the check
-        (path,) = store.glob("qa/*.jsonl")
+        (path,) = store.root.glob("qa/*.jsonl")
         header, line = path.read_text().splitlines()
         old = {k: v for k, v in json.loads(line).items() if k != qa_study.THREADS_FIELD}  # a record from before
         path.write_text(f"{header}\n{json.dumps(old)}\n")
-        qa_study.run_dataset(lm, items, cfg, progress=False, store=True, store_root=store, verify=1)
+        qa_study.run_dataset(lm, items, cfg, progress=False, store=store, verify=1)
         path.write_text(f"{header}\n{json.dumps({**old, 'value': 7.0})}\n")  # no thread count reproduces it
         with pytest.raises(ResultsDisagree, match="tqa_1"):
-            qa_study.run_dataset(lm, items, cfg, progress=False, store=True, store_root=store, verify=1)
+            qa_study.run_dataset(lm, items, cfg, progress=False, store=store, verify=1)
     finally:
         torch.set_num_threads(before)
 

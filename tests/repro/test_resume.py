@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -15,7 +16,8 @@ from gnuq_core.repro.records import read_records
 SCRIPT = """
 import sys, time
 from pathlib import Path
-from gnuq_core.repro.results_store import run_stored
+from gnuq_core.store import Store
+from tests.store.conftest import demo_kind
 
 root, code = Path(sys.argv[1]), Path(sys.argv[2])
 
@@ -23,7 +25,7 @@ def compute(i):
     time.sleep(float(sys.argv[3]))            # a slow item
     return {"square": int(i) ** 2}
 
-run_stored("demo", {"n": 12}, [str(i) for i in range(12)], compute, code_files=[code], verify=2, root=root)
+Store(root, label="the test store").items(demo_kind(code), {"n": 12}, [str(i) for i in range(12)], compute, verify=2)
 """
 
 
@@ -33,10 +35,13 @@ def _records(root: Path) -> list[dict]:
 
 
 def test_killed_run_resumes_without_loss_or_duplicates(tmp_path: Path) -> None:
-    script, code, root = tmp_path / "run.py", tmp_path / "code.py", tmp_path / "store"
+    from tests.store.conftest import write_code
+
+    script, code, root = tmp_path / "run.py", tmp_path / "src", tmp_path / "store"
     script.write_text(SCRIPT)
-    code.write_text("version = 1\n")
-    proc = subprocess.Popen([sys.executable, str(script), str(root), str(code), "0.3"], cwd=REPO_ROOT)
+    write_code(code)
+    proc = subprocess.Popen([sys.executable, str(script), str(root), str(code), "0.3"], cwd=REPO_ROOT,
+                            env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
     deadline = time.time() + 120
     while len(_records(root)) < 3 and time.time() < deadline:
         time.sleep(0.05)
@@ -45,7 +50,8 @@ def test_killed_run_resumes_without_loss_or_duplicates(tmp_path: Path) -> None:
     before = _records(root)
     assert 3 <= len(before) < 12, "the run should have been killed midway"
 
-    done = subprocess.run([sys.executable, str(script), str(root), str(code), "0"], cwd=REPO_ROOT, timeout=120)
+    done = subprocess.run([sys.executable, str(script), str(root), str(code), "0"], cwd=REPO_ROOT, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
     assert done.returncode == 0
     after = _records(root)
     ids = [r["id"] for r in after]

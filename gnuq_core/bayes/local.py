@@ -1,0 +1,98 @@
+"""The MAP fit of a validation setting and the local estimates at its query points.
+
+:func:`local_estimates` fits θ* (L-BFGS from several prior draws, the best kept) and
+evaluates the estimates chapters 04 and 05 compare with NUTS (:func:`gnuq_core.bayes.laplace.estimates`,
+and optionally the tangent-kernel view). This module is the code of the stored kind
+``local_estimates`` (`gnuq_core.store.kinds`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from gnuq_core.bayes import laplace
+from gnuq_core.bayes.bnn import MLPConfig, MapResult, fit_map
+from gnuq_core.bayes.reference import Setting, prepare, release_compiled
+from gnuq_core.bayes.synthetic import Dataset
+from gnuq_core.repro.cache import cached
+
+__all__ = ["MapSummary", "cached_map", "local_estimates"]
+
+
+@dataclass(frozen=True)
+class MapSummary:
+    """What the chapters read of a MAP fit (:class:`gnuq_core.bayes.bnn.MapResult`).
+
+    Attributes
+    ----------
+    neg_log_joint, grad_norm : float
+        −log p(θ*, y | x) and ‖∇θ log p‖ at θ*.
+    theta_max_abs : float
+        The largest |θ*_i| (0 at the critical point θ* = 0).
+    restarts : list of dict
+        Per restart: objective, gradient norm, iterations, optimiser message.
+    """
+
+    neg_log_joint: float
+    grad_norm: float
+    theta_max_abs: float
+    restarts: list[dict[str, Any]]
+
+    @classmethod
+    def of(cls, mp: MapResult) -> "MapSummary":
+        return cls(float(mp.neg_log_joint), float(mp.grad_norm), float(np.abs(mp.theta).max()), list(mp.restarts))
+
+
+def cached_map(cfg: MLPConfig, data: Dataset, seed: int, n_restarts: int) -> MapResult:
+    """:func:`gnuq_core.bayes.bnn.fit_map`, cached under ``map/``."""
+    key = dict(model=cfg.as_dict(), data=data.config, seed=seed, n_restarts=n_restarts, version=1)
+    return cached("map", key, lambda: fit_map(cfg, data.x_train, data.y_train, n_restarts=n_restarts, seed=seed))
+
+
+def local_estimates(setting: Setting, laplace_estimates: bool = True, ntk: bool = False,
+                    query_sets: tuple[str, ...] = ("in", "grid"), fresh: bool = False) -> dict[str, Any]:
+    """The MAP fit and the local estimates of one setting, as a plain record (JSON-able).
+
+    This is what the results store keeps (``results/local_estimates/``) and what
+    :func:`evaluate` turns back into arrays: the MAP summary (:class:`MapSummary`) and per
+    query set the logit-space estimates of :func:`gnuq_core.bayes.laplace.estimates`
+    (``f`` and ``<name>_f``; the probability-space ones are derived from them on reading,
+    :func:`gnuq_core.bayes.laplace.with_probability_space`) and, with ``ntk``, the
+    tangent-kernel quantities of :func:`gnuq_core.bayes.laplace.ntk_view` (``iso_f`` there
+    equals the estimate's and is not kept twice; ``rank`` is one number).
+
+    Parameters
+    ----------
+    setting, laplace_estimates, ntk, query_sets
+        As in :func:`evaluate`.
+    fresh : bool
+        Fit the MAP from scratch instead of reading the local cache (the store's check).
+
+    Returns
+    -------
+    dict
+        ``map`` (the fields of :class:`MapSummary`), ``q`` (per query set ``est`` and
+        optionally ``ntk``, lists of floats) and ``seconds`` (wall time of this call).
+    """
+    t0 = time.perf_counter()
+    data, cfg = prepare(setting)
+    mp = (fit_map(cfg, data.x_train, data.y_train, n_restarts=setting.n_restarts, seed=setting.seed) if fresh
+          else cached_map(cfg, data, setting.seed, setting.n_restarts))
+    record: dict[str, Any] = {"map": asdict(MapSummary.of(mp)), "q": {}}
+    for name in query_sets:
+        xs = data.queries[name]
+        est = laplace.estimates(cfg, mp.theta, data.x_train, data.y_train, xs, laplace=laplace_estimates)
+        entry: dict[str, Any] = {"est": {k: np.asarray(v).tolist() for k, v in est.items()
+                                         if k == "f" or k.endswith("_f")}}
+        if ntk:
+            view = laplace.ntk_view(cfg, mp.theta, data.x_train, xs)
+            entry["ntk"] = {"ggn_f": view["ggn_f"].tolist(), "span_frac": view["span_frac"].tolist(),
+                            "out_share": view["out_share"].tolist(), "rank": int(view["rank"][0])}
+        record["q"][name] = entry
+    release_compiled()
+    record["seconds"] = time.perf_counter() - t0
+    return record
