@@ -87,7 +87,8 @@ def test_ntk_view_matches_parameter_space_ggn():
     # one hidden layer: the output layer's gradient is (tanh(x W1 + b1), 1)
     (w1, b1), _ = unflatten(cfg, jnp.asarray(theta))
     h = np.tanh(xs @ np.asarray(w1) + np.asarray(b1))
-    np.testing.assert_allclose(v["out_share"], (np.sum(h**2, 1) + 1) / v["iso_f"], rtol=1e-8)
+    # float64 through a projection onto the GGN's span: 1e-8 apart on an AVX2 machine, so 1e-7
+    np.testing.assert_allclose(v["out_share"], (np.sum(h**2, 1) + 1) / v["iso_f"], rtol=1e-7)
 
 
 def test_glm_predictive_variance_matches_brute_force_sampling():
