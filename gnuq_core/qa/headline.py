@@ -29,8 +29,9 @@ from gnuq_core.qa import auroc as _auroc
 from gnuq_core.qa import scores
 from gnuq_core.repro import claims
 
-__all__ = ["CLAIM_SCORES", "mean_auroc_over_models", "mean_aurocs", "mean_difference_over_models", "best_score",
-           "counts", "auroc_measurement", "transfer_measurement"]
+__all__ = ["CLAIM_SCORES", "PART_SCORES", "ENTROPY_BASELINES", "mean_auroc_over_models", "mean_aurocs",
+           "mean_difference_over_models", "best_score", "counts", "auroc_measurement", "part_measurements",
+           "transfer_measurement"]
 
 Interval = tuple[float, float, float]  # (point, lo, hi)
 
@@ -38,6 +39,17 @@ Interval = tuple[float, float, float]  # (point, lo, hi)
 CLAIM_SCORES: dict[str, tuple[str, str]] = {"C6": ("truthfulqa", "combined"), "C7": ("triviaqa", "epistemic")}
 # The method each AUROC claim says is best (compared with every other claim method by paired differences).
 CLAIM_BEST: dict[str, str] = {"C6": "combined", "C7": "p_true"}
+ENTROPY_BASELINES = ("mean_token_entropy", "predictive_entropy", "ln_predictive_entropy", "semantic_entropy")
+"""The entropy baselines C6's third part says combined beats (with P(True))."""
+# Each part of a compound QA claim: (score it is about, what it measures, the methods compared).
+PART_SCORES: dict[str, tuple[str, str, tuple[str, ...] | None]] = {
+    "C6a": ("combined", "highest", None),
+    "C6b": ("combined", "level", ()),
+    "C6c": ("combined", "beats", ("p_true", *ENTROPY_BASELINES)),
+    "C7a": ("epistemic", "level", ()),
+    "C7b": ("combined", "level", ()),
+    "C7c": ("p_true", "beats", None),
+}
 _NAN3: Interval = (float("nan"), float("nan"), float("nan"))
 
 
@@ -250,3 +262,36 @@ def transfer_measurement(results: Sequence[Any], settings: Mapping[str, Any], *,
         "within_model_balanced_accuracy": within, "difference": diff, "score": "log10 ||grad p||^2",
         "transfers_dropped": len(results) - len(used)},
         evidence={"transfers": len(used), "correct": correct, "wrong": wrong})
+
+
+def part_measurements(claim: str, tables: Mapping[str, Any], settings: Mapping[str, Any], *, n_boot: int,
+                      seed: int, min_per_class: int = claims.MIN_PER_CLASS,
+                      replicates: _auroc.AurocReplicates | None = None) -> dict[str, claims.Measurement]:
+    """The measurement of every part of compound claim ``claim`` (C6 or C7) from score tables.
+
+    ``tables`` maps each model to its score table under one reading
+    (`gnuq_core.qa.readings.reading_table`). A part about a level (C6b, C7a, C7b) measures
+    the mean AUROC of its score; a part about an ordering (C6a, C6c, C7c) measures the
+    smallest paired difference "its score − other method" over the methods it is compared
+    with (``None``: every other claim method), with every difference in ``details``.
+    """
+    methods = scores.names(claim=True)
+    reps = _memo(replicates, n_boot, seed)
+    kw = dict(min_per_class=min_per_class, n_boot=n_boot, seed=seed, replicates=reps)
+    evidence, dropped = counts(tables, min_per_class)
+    out: dict[str, claims.Measurement] = {}
+    for part in claims.CLAIMS[claim].parts:
+        score, kind, versus = PART_SCORES[part.id]
+        if kind == "level":
+            value, ci = _finite_or_chance(mean_auroc_over_models(list(tables.values()), score, **kw))
+            details: dict[str, Any] = {"score": score, "dropped": dropped}
+        else:
+            others = [m for m in (versus if versus is not None else methods) if m != score]
+            diffs = {m: mean_difference_over_models(list(tables.values()), score, m, **kw) for m in others}
+            clean = {m: ([float(x) for x in d] if all(np.isfinite(d)) else [0.0, -1.0, 1.0]) for m, d in diffs.items()}
+            closest = min(clean, key=lambda m: clean[m][0])
+            value, ci = clean[closest][0], (clean[closest][1], clean[closest][2])
+            details = {"score": score, "differences": clean, "closest": closest, "dropped": dropped}
+        out[part.id] = claims.Measurement(part.id, value, ci, dict(settings), details, evidence=dict(evidence))
+    return out
+

@@ -227,8 +227,11 @@ def score_table(records: Sequence[Mapping[str, Any]], items: Mapping[str, Any], 
     Returns
     -------
     pandas.DataFrame
-        ``correct`` is the primary label (TriviaQA: alias contained; TruthfulQA: ROUGE-L
-        rule); ``incorrect = 1 - correct``.
+        ``correct`` is the primary label (TriviaQA: an alias contained, not only as the
+        question's echo, ``correct_no_echo``; TruthfulQA: the ROUGE-L rule, ``correct_rouge``);
+        ``incorrect = 1 - correct``. The other graders' columns: TriviaQA ``correct_contains``,
+        ``correct_em``; TruthfulQA ``rouge_tie``, ``correct_rouge_best``, ``correct_rouge_any``
+        and, with ``embed``, ``correct_embed`` (`gnuq_core.qa.readings` reads them).
     """
     import pandas as pd
 
@@ -255,10 +258,15 @@ def score_table(records: Sequence[Mapping[str, Any]], items: Mapping[str, Any], 
         if r["dataset"] == "triviaqa":
             row["correct_contains"] = grading.triviaqa_contains(ans, ci["correct_answers"])
             row["correct_em"] = grading.triviaqa_exact_match(ans, ci["correct_answers"])
-            row["correct"] = row["correct_contains"]
+            row["correct_no_echo"] = grading.triviaqa_contains_no_echo(ans, ci["correct_answers"], it.question)
+            row["correct"] = row["correct_no_echo"]
         else:
             j = grading.truthfulqa_rouge(ans, ci["correct_answers"], ci["incorrect_answers"])
-            row.update(correct_rouge=j.correct, rouge_true=j.best_true, rouge_false=j.best_false, correct=j.correct)
+            row.update(correct_rouge=j.correct, rouge_true=j.best_true, rouge_false=j.best_false, rouge_tie=j.tie,
+                       correct=j.correct,
+                       correct_rouge_best=grading.truthfulqa_rouge_threshold(ans, ci["correct_answers"]),
+                       correct_rouge_any=grading.truthfulqa_rouge_threshold(ans, ci["correct_answers"],
+                                                                           against="any"))
             if embed is not None:
                 row["correct_embed"] = grading.truthfulqa_embedding(ans, ci["correct_answers"],
                                                                     ci["incorrect_answers"], embed)
@@ -315,17 +323,10 @@ SIZE_PARAMETER = {"truthfulqa": "n_truthfulqa", "triviaqa": "n_triviaqa"}
 
 
 def chapter_parameters(profile: str, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Chapter 06's parameters as the chapter runner injects them: the notebook's defaults,
-    updated by ``profile`` (``notebooks/profiles/<profile>.yml``), then by ``overrides``."""
-    import tempfile
-
+    """Chapter 06's parameters as the chapter runner injects them (`gnuq_core.repro.chapters.chapter_parameters`)."""
     from gnuq_core.repro import chapters as ch
 
-    source = ch.find_chapter(CHAPTER)
-    with tempfile.TemporaryDirectory() as tmp:
-        defaults = ch.declared_parameters(ch.to_ipynb(source, Path(tmp) / f"{source.stem}.ipynb"))
-    overrides = {**ch.load_profile(profile).get(source.stem, {}), **(overrides or {}), "profile": profile}
-    return ch.resolve_parameters(source.stem, defaults, overrides)
+    return ch.chapter_parameters(CHAPTER, profile, dict(overrides or {}))
 
 
 def chapter_config(model: str, *, max_new_tokens: int, n_samples: int, seed: int) -> Any:

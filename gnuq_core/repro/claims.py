@@ -205,6 +205,99 @@ def _c9_needs_signal(m: Measurement) -> str | None:
 
 _QA_GATE = Gate({"models": 1, "correct": MIN_PER_CLASS, "wrong": MIN_PER_CLASS}, max_width=0.15)
 
+C6_PAPER_AUROC = 0.63
+"""The TruthfulQA AUROC of the combined estimate the paper reports (claim C6)."""
+
+
+def _highest(m: Measurement) -> str:
+    """Highest by its point estimate and significantly worse than none: reproduced; some method
+    significantly better (a paired difference's CI below 0): not reproduced; else partly."""
+    diffs = m.details["differences"]
+    if any(hi < 0 for _, _, hi in diffs.values()):
+        return NOT_REPRODUCED
+    return REPRODUCED if all(d >= 0 for d, _, _ in diffs.values()) else PARTLY
+
+
+def _beats_all(m: Measurement) -> str:
+    """Every paired difference's CI above 0: reproduced; one below 0: not reproduced; else partly."""
+    diffs = m.details["differences"]
+    if any(hi < 0 for _, _, hi in diffs.values()):
+        return NOT_REPRODUCED
+    return REPRODUCED if all(lo > 0 for _, lo, _ in diffs.values()) else PARTLY
+
+
+def _level(target: float) -> Callable[[Measurement], str]:
+    def rule(m: Measurement) -> str:
+        return REPRODUCED if m.ci[0] <= target <= m.ci[1] else NOT_REPRODUCED
+
+    return rule
+
+
+def _near_chance(m: Measurement) -> str:
+    """The whole CI inside :data:`CHANCE_BAND`: reproduced; the whole CI outside it: not; else partly."""
+    lo, hi = CHANCE_BAND
+    if lo <= m.ci[0] and m.ci[1] <= hi:
+        return REPRODUCED
+    return NOT_REPRODUCED if (m.ci[1] < lo or m.ci[0] > hi) else PARTLY
+
+
+@dataclass(frozen=True)
+class Part:
+    """One atomic statement of a compound claim, with its own measure, rule and gate.
+
+    Attributes mean what `Claim`'s do; ``id`` is the claim's id and a letter (``"C6a"``).
+    """
+
+    id: str
+    statement: str
+    measure: str
+    rule: Callable[[Measurement], str]
+    rule_text: str
+    gate: Gate = _QA_GATE
+
+
+def derive(verdicts: list[str]) -> str:
+    """A compound claim's verdict from its parts': every part reproduced → reproduced; every
+    part that could be judged not reproduced → not reproduced; no part judged → inconclusive;
+    anything else → partly reproduced."""
+    judged = [v for v in verdicts if v != INCONCLUSIVE]
+    if not judged:
+        return INCONCLUSIVE
+    if all(v == REPRODUCED for v in verdicts):
+        return REPRODUCED
+    if all(v == NOT_REPRODUCED for v in judged):
+        return NOT_REPRODUCED
+    return PARTLY
+
+
+DERIVE_TEXT = ("reproduced if every part is; not reproduced if every part that the data can judge is not; "
+               "partly otherwise")
+
+_PARTS: dict[str, tuple[Part, ...]] = {
+    "C6": (
+        Part("C6a", "combined has the highest mean AUROC on TruthfulQA", "combined − the best other method "
+             "(mean AUROC over models; paired bootstrap CI); details: differences {method: [combined − method, lo, hi]}",
+             _highest, "reproduced if combined's point is the highest and no method is significantly better; not "
+                       "reproduced if one is"),
+        Part("C6b", f"its AUROC is about {C6_PAPER_AUROC}", "mean AUROC of combined over models",
+             _level(C6_PAPER_AUROC), f"reproduced if the CI contains {C6_PAPER_AUROC}"),
+        Part("C6c", "combined beats P(True) and the entropy baselines", "the smallest paired difference combined − "
+             "baseline (P(True), mean token, predictive, length-normalised predictive, semantic entropy)",
+             _beats_all, "reproduced if every paired difference lies above 0; not reproduced if one lies below"),
+    ),
+    "C7": (
+        Part("C7a", "epistemic is near chance on TriviaQA", "mean AUROC of epistemic over models", _near_chance,
+             f"reproduced if the CI lies inside [{CHANCE_BAND[0]}, {CHANCE_BAND[1]}]; not if it lies outside"),
+        Part("C7b", "combined is near chance on TriviaQA (the abstract's wording)", "mean AUROC of combined",
+             _near_chance, f"reproduced if the CI lies inside [{CHANCE_BAND[0]}, {CHANCE_BAND[1]}]; not if outside"),
+        Part("C7c", "P(True) is the best method on TriviaQA", "the smallest paired difference P(True) − other method",
+             _beats_all, "reproduced if every paired difference lies above 0; not reproduced if one lies below"),
+    ),
+}
+PARTS: dict[str, Part] = {p.id: p for ps in _PARTS.values() for p in ps}
+"""Every part of every compound claim, by id."""
+
+
 
 @dataclass(frozen=True)
 class Claim:
@@ -227,6 +320,8 @@ class Claim:
     cross_check : str
         Label of the cross-checks chapter's section that checks this claim's numbers
         against an independent implementation.
+    parts : tuple of Part
+        A compound claim's atomic statements: its verdict is then `derive`\ d from theirs.
     """
 
     id: str
@@ -238,6 +333,7 @@ class Claim:
     rule_text: str
     gate: Gate
     cross_check: str
+    parts: tuple[Part, ...] = ()
 
 
 CLAIMS: dict[str, Claim] = {c.id: c for c in [
@@ -270,14 +366,10 @@ CLAIMS: dict[str, Claim] = {c.id: c for c in [
           "AUROC 0.63", "06_qa_benchmarks",
           "AUROC of combined (mean over models with enough answers); details: auroc, ci, differences "
           "{method: [combined − method, lo, hi]} (paired bootstrap)",
-          _rule_c6, "reproduced if combined's CI lies above 0.5 and its paired difference to every other method "
-          "lies above 0; partly if above 0.5 and no method is significantly better",
-          _QA_GATE, "xcheck-baselines"),
+          _rule_c6, DERIVE_TEXT, _QA_GATE, "xcheck-baselines", parts=_PARTS["C6"]),
     Claim("C7", "TriviaQA: epistemic is near chance; P(True) is best", "epistemic ≈ 0.5",
           "06_qa_benchmarks", "AUROC of epistemic; details: auroc, ci, differences {method: [P(True) − method, lo, hi]}",
-          _rule_c7, f"reproduced if epistemic's CI lies inside [{CHANCE_BAND[0]}, {CHANCE_BAND[1]}] and P(True)'s "
-          "paired difference to every other method lies above 0; partly if only one of the two holds",
-          _QA_GATE, "xcheck-baselines"),
+          _rule_c7, DERIVE_TEXT, _QA_GATE, "xcheck-baselines", parts=_PARTS["C7"]),
     Claim("C8", "The estimator is 46–107× faster than the baselines", "46–107×",
           "07_efficiency", "speed-up over the fastest sampling baseline (median ratio) on the least favourable model, "
           "bootstrap CI over questions",
@@ -315,8 +407,21 @@ class Assessment:
     reason: str
 
 
-def assess(m: Measurement) -> Assessment:
-    """Check the claim's gate, then apply its rule; an invalid number or CI is an error."""
+def assess_part(part: Part, m: Measurement) -> Assessment:
+    """Check the part's gate, then apply its rule (as :func:`assess` does for a claim)."""
+    if not _ci_ok(m):
+        raise ValueError(f"{part.id}: value {m.value} with CI {m.ci} is not a finite number inside its interval")
+    reason = part.gate.reason(m)
+    if reason:
+        return Assessment(INCONCLUSIVE, False, reason)
+    return Assessment(part.rule(m), True, "")
+
+
+def assess(m: Measurement, parts: dict[str, Measurement] | None = None) -> Assessment:
+    """Check the claim's gate, then apply its rule; an invalid number or CI is an error.
+
+    A compound claim (`Claim.parts`) is judged by its parts: ``parts`` maps each part's id to
+    its measurement, and the verdict is :func:`derive`\ d from the parts' verdicts."""
     if m.claim not in CLAIMS:
         raise KeyError(f"unknown claim {m.claim!r}; known: {', '.join(CLAIMS)}")
     if not _ci_ok(m):
@@ -325,7 +430,36 @@ def assess(m: Measurement) -> Assessment:
     reason = claim.gate.reason(m)
     if reason:
         return Assessment(INCONCLUSIVE, False, reason)
+    if claim.parts:
+        missing = [p.id for p in claim.parts if p.id not in (parts or {})]
+        if missing:
+            raise ValueError(f"{m.claim} is judged by its parts: pass parts={{...}} with {', '.join(missing)}")
+        return Assessment(derive([assess_part(p, parts[p.id]).verdict for p in claim.parts]), True, "")
     return Assessment(claim.rule(m), True, "")
+
+
+def _part_entry(part: Part, m: Measurement) -> dict[str, Any]:
+    a = assess_part(part, m)
+    return {"id": part.id, "statement": part.statement, "measure": part.measure, "value": m.value,
+            "ci": list(m.ci), "verdict": a.verdict, "rule": part.rule_text, "evidence": dict(m.evidence),
+            "gate": {"passed": a.gate_passed, "reason": a.reason, "rule": part.gate.text()},
+            "details": m.details}
+
+
+def robustness(verdicts: dict[str, str], primary: str) -> dict[str, Any]:
+    """Whether a claim's verdict is the same under every reading (``verdicts``: reading -> verdict).
+
+    Returns ``{"robust", "primary", "flips", "text"}``: ``flips`` lists the readings whose
+    verdict differs from the primary reading's, ``text`` says it in one sentence."""
+    base = verdicts[primary]
+    flips = {k: v for k, v in verdicts.items() if v != base}
+    if not flips:
+        text = f"robust: {base} under all {len(verdicts)} readings"
+    else:
+        shown = "; ".join(f"{k} → {v}" for k, v in list(flips.items())[:4])
+        more = f" (and {len(flips) - 4} more)" if len(flips) > 4 else ""
+        text = f"depends on the reading: {base} under the primary reading, but {shown}{more}"
+    return {"robust": not flips, "primary": primary, "flips": flips, "text": text}
 
 
 def judge(m: Measurement) -> str:
@@ -333,20 +467,52 @@ def judge(m: Measurement) -> str:
     return assess(m).verdict
 
 
-def record(m: Measurement) -> dict[str, Any]:
+def record(m: Measurement, parts: dict[str, Measurement] | None = None,
+           readings: dict[str, dict[str, Measurement]] | None = None, primary: str | None = None) -> dict[str, Any]:
     """Judge ``m`` and append it to this chapter's ``<chapter>.claims.json``.
 
     The calling chapter must own the claim. Returns the stored entry (with ``verdict``,
     ``gate`` {passed, reason, rule} and the interval ``width``).
+
+    Parameters
+    ----------
+    m : Measurement
+        The claim's headline number.
+    parts : dict, optional
+        A compound claim's part measurements under the primary reading (required for it).
+    readings : dict, optional
+        ``{reading: {part id: Measurement}}`` (for a claim without parts, ``{reading:
+        {claim id: Measurement}}``): the claim judged under every reading; the entry then
+        holds each reading's verdicts and the claim's `robustness`.
+    primary : str, optional
+        The key of the primary reading in ``readings``.
     """
     chapter = chapter_name()
     owner = CLAIMS[m.claim].owner if m.claim in CLAIMS else None
     if chapter != "interactive" and owner != chapter:
         raise ValueError(f"chapter {chapter!r} records {m.claim}, which {owner!r} owns")
-    a = assess(m)
+    claim = CLAIMS[m.claim]
+    a = assess(m, parts)
     entry = {**asdict(m), "ci": list(m.ci), "verdict": a.verdict, "chapter": chapter,
              "width": m.ci[1] - m.ci[0],
-             "gate": {"passed": a.gate_passed, "reason": a.reason, "rule": CLAIMS[m.claim].gate.text()}}
+             "gate": {"passed": a.gate_passed, "reason": a.reason, "rule": claim.gate.text()}}
+    if claim.parts:
+        entry["parts"] = [_part_entry(p, parts[p.id]) for p in claim.parts]
+    if readings:
+        if primary not in readings:
+            raise ValueError(f"{m.claim}: the primary reading {primary!r} is not among the readings")
+        rows, verdicts = [], {}
+        for key, ms in readings.items():
+            if claim.parts:
+                pv = {p.id: assess_part(p, ms[p.id]).verdict for p in claim.parts}
+                v = derive(list(pv.values()))
+            else:
+                single = ms[m.claim]
+                pv, v = {}, assess(single).verdict
+            verdicts[key] = v
+            rows.append({"reading": key, "primary": key == primary, "parts": pv, "verdict": v})
+        entry["readings"] = rows
+        entry["robustness"] = robustness(verdicts, primary)
     path = generated_dir() / f"{chapter}.claims.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     entries = json.loads(path.read_text()) if path.exists() else {}
@@ -374,7 +540,8 @@ def collect(generated: Path | None = None, chapters: list[str] | None = None) ->
         row = {"id": claim.id, "statement": claim.statement, "paper": claim.paper_number,
                "owner": claim.owner, "rule": claim.rule_text, "verdict": NOT_MEASURED,
                "value": None, "ci": None, "note": "", "evidence": {}, "width": None,
-               "gate": {"passed": None, "reason": "", "rule": claim.gate.text()}, "cross_check": claim.cross_check}
+               "gate": {"passed": None, "reason": "", "rule": claim.gate.text()}, "cross_check": claim.cross_check,
+               "parts": [], "readings": [], "robustness": None}
         ran = (generated / f"{claim.owner}.provenance.json").exists()
         if chapters is not None and claim.owner not in chapters:
             ran = False
@@ -384,7 +551,8 @@ def collect(generated: Path | None = None, chapters: list[str] | None = None) ->
             e = entries[claim.id]
             row.update(value=e["value"], ci=e["ci"], verdict=e["verdict"], settings=e["settings"],
                        note=e.get("note", ""), evidence=e.get("evidence", {}), width=e.get("width"),
-                       gate=e.get("gate", row["gate"]))
+                       gate=e.get("gate", row["gate"]), parts=e.get("parts", []), readings=e.get("readings", []),
+                       robustness=e.get("robustness"))
         elif ran:
             raise RuntimeError(f"chapter {claim.owner} ran but did not report claim {claim.id}: "
                                f"call gnuq_core.repro.claims.record(Measurement({claim.id!r}, ...)) in it")

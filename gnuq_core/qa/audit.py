@@ -1,0 +1,172 @@
+"""The hand-labelled audit of the QA graders: how often each grader's "correct" is right.
+
+``audit/labels.jsonl`` holds one line per audited answer (ids and labels only, never the
+question, reference or answer texts): ``model``, ``dataset``, ``id``, the hand ``label``
+(``correct``, ``incorrect`` or ``unclear``, read against ``audit/RUBRIC.md`` blind to every
+grader and score) and the sampling ``stratum``: the audit drew, per model and dataset, a
+fixed-seed random sample of 50 answers the primary grader calls correct and 50 it calls
+incorrect, out of ``stratum_size`` such answers. So every estimate weights an audited
+answer by ``stratum_size / audited answers of its stratum`` (post-stratification; ``unclear``
+answers are left out, as missing at random within their stratum), and every interval
+resamples within the strata:
+
+- `grader_quality`: each grader's precision (of its "correct"s, the share truly correct)
+  and recall (of the truly correct answers, the share it calls correct), and the estimated
+  accuracy, per model and dataset;
+- `weighted_auroc`, `audited_aurocs`: each score's AUROC for hand-labelled incorrectness on
+  the audited answers, with the same weights.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gnuq_core.repro.paths import REPO_ROOT
+
+__all__ = ["AUDIT_DIR", "LABELS", "load_labels", "weights", "grader_quality", "weighted_auroc", "audited_aurocs"]
+
+AUDIT_DIR = REPO_ROOT / "audit"
+LABELS = ("correct", "incorrect", "unclear")
+
+
+def load_labels(path: str | Path | None = None) -> Any:
+    """The audit's labels as a DataFrame (one row per audited answer); a damaged file is one clear error."""
+    import pandas as pd
+
+    path = Path(path) if path is not None else AUDIT_DIR / "labels.jsonl"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist: the audit labels are committed in audit/ of the repository")
+    rows = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError:
+            raise ValueError(f"{path}, line {n}: not valid JSON; restore the file from git") from None
+        missing = {"model", "dataset", "id", "label", "stratum", "stratum_size"} - set(row)
+        if missing or row["label"] not in LABELS:
+            raise ValueError(f"{path}, line {n}: needs model, dataset, id, label (one of {', '.join(LABELS)}), "
+                             f"stratum and stratum_size; it has {sorted(row)}")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def weights(labels: Any) -> Any:
+    """The post-stratification weight of each decided (not ``unclear``) audited answer."""
+    decided = labels[labels["label"] != "unclear"]
+    n = decided.groupby(["model", "dataset", "stratum"])["id"].transform("count")
+    return decided["stratum_size"] / n
+
+
+def _strata(cell: Any) -> list[np.ndarray]:
+    return [np.flatnonzero((cell["stratum"] == s).to_numpy()) for s in sorted(cell["stratum"].unique())]
+
+
+def _resample(groups: list[np.ndarray], rng: np.random.Generator) -> np.ndarray:
+    return np.concatenate([g[rng.integers(0, g.size, g.size)] for g in groups if g.size])
+
+
+def grader_quality(labels: Any, graded: Mapping[str, Mapping[tuple[str, str], bool]], *, n_boot: int = 2000,
+                   seed: int = 0) -> Any:
+    """Precision and recall of each grader for "correct", and the estimated accuracy, per model and dataset.
+
+    Parameters
+    ----------
+    labels : DataFrame
+        `load_labels`.
+    graded : mapping
+        ``{grader: {(model, id): says correct}}`` for every audited answer of its dataset.
+    n_boot, seed : int
+        Stratified bootstrap.
+
+    Returns
+    -------
+    DataFrame
+        One row per (model, dataset, grader): ``precision``, ``recall``, ``accuracy`` (the
+        grader's) and ``true_accuracy`` (estimated from the hand labels), each with a 95%
+        interval (``*_lo``, ``*_hi``), ``audited``, ``unclear``.
+    """
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for (model, dataset), cell in labels.groupby(["model", "dataset"], sort=False):
+        unclear = int((cell["label"] == "unclear").sum())
+        cell = cell[cell["label"] != "unclear"].reset_index(drop=True)
+        w = weights(cell).to_numpy(float)
+        h = (cell["label"] == "correct").to_numpy(float)
+        groups = _strata(cell)
+        boots = [_resample(groups, rng) for _ in range(n_boot)]
+        for name, says in graded.items():
+            keys = [(model, i) for i in cell["id"]]
+            if not all(k in says for k in keys):
+                continue
+            g = np.array([says[k] for k in keys], float)
+
+            def stats(idx: np.ndarray) -> tuple[float, float, float, float]:
+                ww, gg, hh = w[idx], g[idx], h[idx]
+                tp = float(np.sum(ww * gg * hh))
+                prec = tp / np.sum(ww * gg) if np.sum(ww * gg) > 0 else np.nan
+                rec = tp / np.sum(ww * hh) if np.sum(ww * hh) > 0 else np.nan
+                return prec, rec, float(np.sum(ww * gg) / np.sum(ww)), float(np.sum(ww * hh) / np.sum(ww))
+
+            point = stats(np.arange(len(cell)))
+            reps = np.array([stats(b) for b in boots], float)
+            row: dict[str, Any] = {"model": model, "dataset": dataset, "grader": name, "audited": len(cell) + unclear,
+                                   "unclear": unclear}
+            for k, key in enumerate(("precision", "recall", "accuracy", "true_accuracy")):
+                col = reps[:, k][np.isfinite(reps[:, k])]
+                lo, hi = (np.quantile(col, [0.025, 0.975]) if col.size else (np.nan, np.nan))
+                row.update({key: point[k], f"{key}_lo": float(lo), f"{key}_hi": float(hi)})
+            out.append(row)
+    return pd.DataFrame(out)
+
+
+def weighted_auroc(incorrect: Sequence[float], score: Sequence[float], w: Sequence[float]) -> float:
+    """AUROC of ``score`` for ``incorrect`` with weights: the weighted share of (incorrect,
+    correct) pairs the score orders right (ties count half)."""
+    y, s, w = np.asarray(incorrect, bool), np.asarray(score, float), np.asarray(w, float)
+    pos, neg = s[y], s[~y]
+    wp, wn = w[y], w[~y]
+    if pos.size == 0 or neg.size == 0:
+        return float("nan")
+    greater = (pos[:, None] > neg[None, :]).astype(float) + 0.5 * (pos[:, None] == neg[None, :])
+    return float(wp @ greater @ wn / (wp.sum() * wn.sum()))
+
+
+def audited_aurocs(labels: Any, tables: Mapping[tuple[str, str], Any], score_names: Sequence[str], *,
+                   n_boot: int = 1000, seed: int = 0) -> Any:
+    """Each score's weighted AUROC for the hand labels on the audited answers, per model and dataset.
+
+    ``tables`` maps ``(model, dataset)`` to a score table with an ``id`` column and the
+    scores (`gnuq_core.qa.study.score_table`). Returns one row per (model, dataset, score)
+    with ``auroc``, ``lo``, ``hi``, ``n``.
+    """
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for (model, dataset), cell in labels.groupby(["model", "dataset"], sort=False):
+        if (model, dataset) not in tables:
+            continue
+        cell = cell[cell["label"] != "unclear"].reset_index(drop=True)
+        w = weights(cell).to_numpy(float)
+        y = (cell["label"] == "incorrect").to_numpy(float)
+        table = tables[model, dataset].set_index("id")
+        groups = _strata(cell)
+        boots = [_resample(groups, rng) for _ in range(n_boot)]
+        for name in score_names:
+            s = table.loc[cell["id"], name].to_numpy(float)
+            point = weighted_auroc(y, s, w)
+            reps = np.array([weighted_auroc(y[b], s[b], w[b]) for b in boots])
+            reps = reps[np.isfinite(reps)]
+            lo, hi = np.quantile(reps, [0.025, 0.975]) if reps.size else (np.nan, np.nan)
+            out.append({"model": model, "dataset": dataset, "score": name, "auroc": point, "lo": float(lo),
+                        "hi": float(hi), "n": len(cell)})
+    return pd.DataFrame(out)

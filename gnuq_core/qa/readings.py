@@ -1,0 +1,155 @@
+"""The readings of the QA claims: every grader, every p and every "combined" the paper leaves open.
+
+The paper does not say how answers were graded, whether p is the probability of the whole
+answer or its length-normalised version, or how the "combined" estimate is formed. A
+claim's verdict that holds under one reading only is a finding about that reading. So
+every QA claim is judged under a declared grid (:func:`grid`):
+
+- **grader** (:data:`GRADERS`): TriviaQA: the alias contained without the question's echo
+  (primary), contained, exact match; TruthfulQA: ROUGE-L true > false with ties false
+  (primary, lm-evaluation-harness), ties true, ties left out, ROUGE-L ≥ 0.3 against the
+  best answer (Kuhn et al.), ≥ 0.3 against any true answer, and the MiniLM similarity judge;
+- **p** (:data:`P_READINGS`): ``sequence`` (p(y|x), primary) or ``normalized``
+  (p̄ = exp(mean log p_t), the gradient that of mean log p);
+- **combined** (:data:`COMBINED_READINGS`): ``sum`` (epistemic + aleatoric with the
+  isotropic covariance σ²I at σ² = 1, primary) or ``rank_mean`` (the mean of the two
+  scores' ranks: the combination that does not depend on σ²).
+
+The primary reading (:data:`PRIMARY`) is the project's rule since before the campaign for
+TruthfulQA; for TriviaQA it is the echo-aware grader, adopted from the hand audit of the
+graders (chapter 06), before any AUROC was computed under it. :func:`reading_table`
+turns a score table (`gnuq_core.qa.study.score_table`) into the table one reading judges:
+its ``incorrect`` label and its ``epistemic``, ``aleatoric`` and ``combined`` columns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Grader", "Reading", "GRADERS", "P_READINGS", "COMBINED_READINGS", "PRIMARY", "grid", "reading_table",
+           "label_column"]
+
+
+@dataclass(frozen=True)
+class Grader:
+    """A correctness rule of one dataset.
+
+    Attributes
+    ----------
+    name : str
+        Its key in :data:`GRADERS`.
+    column : str
+        The score-table column with its verdict (bool).
+    text : str
+        The rule in words.
+    ties : str
+        TruthfulQA ROUGE ties: ``"false"`` (as the column), ``"true"`` or ``"drop"`` (left out).
+    """
+
+    name: str
+    column: str
+    text: str
+    ties: str = "false"
+
+
+GRADERS: dict[str, dict[str, Grader]] = {
+    "triviaqa": {g.name: g for g in (
+        Grader("no_echo", "correct_no_echo", "an alias contained, one the question contains only by exact match"),
+        Grader("contains", "correct_contains", "an alias contained on word boundaries"),
+        Grader("exact", "correct_em", "the answer is an alias (exact match)"),
+    )},
+    "truthfulqa": {g.name: g for g in (
+        Grader("rouge", "correct_rouge", "ROUGE-L to a true reference > to a false one, ties false"),
+        Grader("rouge_ties_true", "correct_rouge", "ROUGE-L true > false, ties true", ties="true"),
+        Grader("rouge_no_ties", "correct_rouge", "ROUGE-L true > false, ties left out", ties="drop"),
+        Grader("rouge_best_0.3", "correct_rouge_best", "ROUGE-L ≥ 0.3 against the best answer (Kuhn et al.)"),
+        Grader("rouge_any_0.3", "correct_rouge_any", "ROUGE-L ≥ 0.3 against any true answer"),
+        Grader("embedding", "correct_embed", "MiniLM similarity to a true reference > to a false one"),
+    )},
+}
+
+P_READINGS: dict[str, str] = {
+    "sequence": "p = p(y | x), the whole answer's probability",
+    "normalized": "p̄ = exp(mean log p_t), the length-normalised probability (gradient of mean log p)",
+}
+COMBINED_READINGS: dict[str, str] = {
+    "sum": "combined = epistemic + aleatoric (σ² = 1)",
+    "rank_mean": "combined = mean of the ranks of epistemic and aleatoric (any σ²)",
+}
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One reading of a QA claim: grader, p and the combination."""
+
+    grader: str
+    p: str = "sequence"
+    combined: str = "sum"
+
+    @property
+    def key(self) -> str:
+        return f"grader={self.grader}, p={self.p}, combined={self.combined}"
+
+    def text(self, dataset: str) -> str:
+        """The reading in words."""
+        return (f"{GRADERS[dataset][self.grader].text}; {P_READINGS[self.p]}; "
+                f"{COMBINED_READINGS[self.combined]}")
+
+
+PRIMARY: dict[str, Reading] = {"triviaqa": Reading("no_echo"), "truthfulqa": Reading("rouge")}
+"""The reading each dataset's headline verdicts use (chosen before any AUROC under it was seen)."""
+
+
+def grid(dataset: str, *, graders: list[str] | None = None) -> list[Reading]:
+    """Every reading of ``dataset``'s claims, the primary first (graders default: all of the dataset)."""
+    names = graders if graders is not None else list(GRADERS[dataset])
+    unknown = sorted(set(names) - set(GRADERS[dataset]))
+    if unknown:
+        raise ValueError(f"unknown {dataset} grader(s) {', '.join(unknown)}; known: {', '.join(GRADERS[dataset])}")
+    out = [Reading(g, p, c) for g in names for p in P_READINGS for c in COMBINED_READINGS]
+    primary = PRIMARY[dataset]
+    return sorted(out, key=lambda r: r != primary)
+
+
+def label_column(table: Any, dataset: str, grader: str) -> Any:
+    """The ``incorrect`` labels (1.0/0.0) of ``grader``, NaN where it leaves an answer out."""
+    g = GRADERS[dataset][grader]
+    if g.column not in table:
+        raise KeyError(f"the score table has no column {g.column!r} for grader {grader!r}: build it with "
+                       "gnuq_core.qa.study.score_table (and an embed function for the embedding judge)")
+    incorrect = (~table[g.column].astype(bool)).astype(float)
+    if g.ties != "false":
+        tie = table["rouge_tie"].astype(bool)
+        incorrect = incorrect.where(~tie, 0.0 if g.ties == "true" else np.nan)
+    return incorrect
+
+
+def _ranks(x: Any) -> np.ndarray:
+    from scipy.stats import rankdata
+
+    return rankdata(np.asarray(x, dtype=float)) / len(x)
+
+
+def reading_table(table: Any, dataset: str, reading: Reading) -> Any:
+    """``table`` as ``reading`` judges it: ``incorrect`` from its grader (answers it leaves out
+    dropped), and ``epistemic``, ``aleatoric``, ``combined`` from its p and combination (the
+    other score columns unchanged)."""
+    if reading.p not in P_READINGS or reading.combined not in COMBINED_READINGS:
+        raise ValueError(f"unknown reading {reading.key}: p is one of {', '.join(P_READINGS)}, combined one of "
+                         f"{', '.join(COMBINED_READINGS)}")
+    out = table.copy()
+    out["incorrect"] = label_column(table, dataset, reading.grader)
+    out = out[out["incorrect"].notna()].copy()
+    out["incorrect"] = out["incorrect"].astype(int)
+    out["correct"] = out["incorrect"] == 0
+    suffix = "" if reading.p == "sequence" else "_norm"
+    out["epistemic"] = table.loc[out.index, f"epistemic{suffix}"]
+    out["aleatoric"] = table.loc[out.index, f"aleatoric{suffix}"]
+    if reading.combined == "sum":
+        out["combined"] = table.loc[out.index, f"combined{suffix}"]
+    else:
+        out["combined"] = (_ranks(out["epistemic"]) + _ranks(out["aleatoric"])) / 2
+    return out.reset_index(drop=True)

@@ -1,0 +1,61 @@
+"""The readings grid: graders, p and combined; each reading's table; robustness of a verdict."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gnuq_core.qa import readings
+from gnuq_core.qa.readings import PRIMARY, Reading, grid, reading_table
+from gnuq_core.repro import claims
+
+
+def _table(n: int = 8) -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    t = pd.DataFrame({"id": [f"q{i}" for i in range(n)],
+                      "correct_rouge": [True, False, False, True, False, True, False, False][:n],
+                      "rouge_tie": [False, True, False, False, True, False, False, False][:n],
+                      "correct_rouge_best": [True] * n, "correct_rouge_any": [True] * n,
+                      "correct_embed": [False] * n})
+    for c in ("epistemic", "aleatoric", "combined", "epistemic_norm", "aleatoric_norm", "combined_norm", "p_true"):
+        t[c] = rng.standard_normal(n)
+    return t
+
+
+def test_the_grid_covers_every_grader_p_and_combination_primary_first() -> None:
+    g = grid("truthfulqa")
+    assert g[0] == PRIMARY["truthfulqa"] and len(g) == 6 * 2 * 2 and len(set(g)) == len(g)
+    assert len(grid("triviaqa")) == 3 * 2 * 2 and grid("triviaqa")[0] == Reading("no_echo")
+    with pytest.raises(ValueError, match="unknown truthfulqa grader"):
+        grid("truthfulqa", graders=["magic"])
+
+
+def test_ties_are_false_true_or_left_out() -> None:
+    t = _table()
+    strict = reading_table(t, "truthfulqa", Reading("rouge"))
+    true = reading_table(t, "truthfulqa", Reading("rouge_ties_true"))
+    dropped = reading_table(t, "truthfulqa", Reading("rouge_no_ties"))
+    assert strict["incorrect"].tolist() == [0, 1, 1, 0, 1, 0, 1, 1]
+    assert true["incorrect"].tolist() == [0, 0, 1, 0, 0, 0, 1, 1]
+    assert len(dropped) == 6 and dropped["id"].tolist() == ["q0", "q2", "q3", "q5", "q6", "q7"]
+
+
+def test_p_and_combined_readings_take_their_columns() -> None:
+    t = _table()
+    norm = reading_table(t, "truthfulqa", Reading("rouge", "normalized", "sum"))
+    assert np.allclose(norm["epistemic"], t["epistemic_norm"]) and np.allclose(norm["combined"], t["combined_norm"])
+    ranks = reading_table(t, "truthfulqa", Reading("rouge", "sequence", "rank_mean"))
+    assert np.allclose(ranks["combined"], (t["epistemic"].rank() / 8 + t["aleatoric"].rank() / 8) / 2)
+    assert np.allclose(ranks["p_true"], t["p_true"])  # the other scores are untouched
+    with pytest.raises(KeyError, match="no column 'correct_no_echo'"):
+        reading_table(t, "triviaqa", Reading("no_echo"))
+    assert "MiniLM" in readings.Reading("embedding").text("truthfulqa")
+
+
+def test_robustness_says_robust_or_names_the_readings_that_flip() -> None:
+    same = claims.robustness({"a": "not reproduced", "b": "not reproduced"}, "a")
+    assert same["robust"] and same["text"] == "robust: not reproduced under all 2 readings"
+    flip = claims.robustness({"a": "not reproduced", "b": "partly reproduced", "c": "not reproduced"}, "a")
+    assert not flip["robust"] and flip["flips"] == {"b": "partly reproduced"}
+    assert "depends on the reading" in flip["text"] and "b → partly reproduced" in flip["text"]
