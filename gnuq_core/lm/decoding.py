@@ -31,6 +31,7 @@ ended the answer, since no stop token was drawn).
 from __future__ import annotations
 
 import copy
+import inspect
 import math
 import operator
 import time
@@ -183,7 +184,6 @@ def stop_token_ids(model: Any, tokenizer: Any) -> set[int]:
 def _step(model: Any, input_ids: torch.Tensor, cache: Any) -> tuple[torch.Tensor, Any]:
     """One cached decoding step: (last-position logits, new cache). Handles the
     ``cache=`` (transformers >= 5.2x) and older ``past_key_values=`` keyword."""
-    import inspect
 
     key = getattr(model, "_gnuq_cache_kw", None)
     if key is None:
@@ -481,10 +481,11 @@ def teacher_forced(model: Any, prompt_ids: Sequence[int], sequences: Sequence[Se
                    ) -> list[tuple[list[float], list[float]]]:
     """log p and the next-token entropy (nats) of each token of each given continuation.
 
-    The continuations are scored *as given* (teacher forcing: no sampling, no argmax), in one
-    batch: prompt + continuation per row, padded on the right (causal attention never sees
-    the padding of its own row). What `decode` reports for a continuation it produced, up to
-    float rounding: the distribution is the model's own (T = 1), the same log-softmax.
+    The continuations are scored *as given* (teacher forcing: no sampling, no argmax), the
+    way `decode` scores what it generates: the prompt is prefilled once, its KV cache is
+    copied to one row per continuation, and all continuation tokens are fed in one batched
+    step (padded on the right: a row's causal attention never reaches its own padding).
+    The distribution is the model's own (T = 1), the same log-softmax.
 
     Parameters
     ----------
@@ -502,27 +503,34 @@ def teacher_forced(model: Any, prompt_ids: Sequence[int], sequences: Sequence[Se
     check_token_ids(model, prompt_ids, "the prompt")
     for k, seq in enumerate(sequences):
         check_token_ids(model, seq, f"continuation {k}")
-    rows = [list(prompt_ids) + list(seq) for seq in sequences]
     out: list[tuple[list[float], list[float]]] = [([], []) for _ in sequences]
     todo = [k for k, seq in enumerate(sequences) if len(seq) > 0]
     if not todo:
         return out
-    width = max(len(rows[k]) for k in todo)
-    check_length(model, len(prompt_ids), width - len(prompt_ids))
+    longest = max(len(sequences[k]) for k in todo)
+    check_length(model, len(prompt_ids), longest)
     dev = _device(model)
-    ids = torch.zeros((len(todo), width), dtype=torch.long, device=dev)
-    mask = torch.zeros((len(todo), width), dtype=torch.long, device=dev)
-    for r, k in enumerate(todo):
-        ids[r, :len(rows[k])] = torch.tensor(rows[k], device=dev)
-        mask[r, :len(rows[k])] = 1
-    logits = model(input_ids=ids, attention_mask=mask, use_cache=False).logits
-    n_p = len(prompt_ids)
+    first, cache = _prefill(model, prompt_ids)  # (1, V): the distribution of every continuation's first token
+    n = len(todo)
+    lps = torch.log_softmax(_up(first), dim=-1).expand(n, -1)[:, None, :]  # (n, 1, V)
+    if longest > 1:
+        fed = torch.zeros((n, longest - 1), dtype=torch.long, device=dev)
+        mask = torch.zeros((n, len(prompt_ids) + longest - 1), dtype=torch.long, device=dev)
+        mask[:, :len(prompt_ids)] = 1
+        for r, k in enumerate(todo):
+            seq = list(sequences[k])[:-1]
+            if seq:
+                fed[r, :len(seq)] = torch.tensor(seq, device=dev)
+                mask[r, len(prompt_ids):len(prompt_ids) + len(seq)] = 1
+        rows = _expand_rows(cache, n)
+        key = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+        logits = model(input_ids=fed, attention_mask=mask, use_cache=True, **{key: rows}).logits
+        lps = torch.cat([lps, torch.log_softmax(_up(logits), dim=-1)], dim=1)  # (n, longest, V)
     for r, k in enumerate(todo):
         t = len(sequences[k])
-        lp = torch.log_softmax(_up(logits[r, n_p - 1:n_p - 1 + t]), dim=-1)
-        target = ids[r, n_p:n_p + t]
+        lp = lps[r, :t]
+        target = torch.tensor(list(sequences[k]), device=dev)
         picked = lp.gather(1, target[:, None])[:, 0].double().tolist()
         entropy = (-(lp.exp() * lp).nan_to_num().sum(-1)).double().tolist()
         out[k] = (picked, entropy)
     return out
-
