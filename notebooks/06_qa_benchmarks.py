@@ -99,7 +99,8 @@ from scipy.stats import ConstantInputWarning, spearmanr
 from gnuq_core.repro import claims
 from gnuq_core.repro import display as book
 from gnuq_core.qa import auroc as evaluation
-from gnuq_core.qa import grading, headline, scores
+from gnuq_core.qa import audit as qa_audit
+from gnuq_core.qa import grading, headline, readings, scores, verdicts
 from gnuq_core.qa import study as qa_study
 from gnuq_core.qa import transfer
 from gnuq_core.qa.data import load_qa
@@ -253,18 +254,26 @@ glue("store_state", Markdown(coverage + store.describe(
 # %% [markdown]
 # ## 2. Is the answer correct?
 #
+# Every AUROC below is only as good as the labels it is computed against, so the graders
+# are declared, measured against hand labels, and every claim is judged under each of them
+# (section 10). The **primary** graders were fixed before any AUROC under them was seen.
+#
 # **TriviaQA.** Answers and the aliases of the reference answer are normalised the SQuAD
 # way (lower case; punctuation and the articles *a*, *an*, *the* removed; spaces squashed).
-# The **primary** label is *containment*: some alias occurs in the answer as a whole-word
-# span. The chat model tends to answer in a short sentence ("The capital is Paris."), which
-# exact match would mark wrong, so exact match (the answer *is* an alias) is the sensitivity
-# check.
+# The primary label is *containment without the question's echo*: some alias occurs in the
+# answer as a whole-word span, except that an alias the question itself contains counts
+# only when the answer *is* that alias. The chat model often restates the question ("The
+# more common name for variola is variola"), and plain containment credits the echo.
+# Plain containment and exact match (the answer *is* an alias) are the alternatives.
 #
 # **TruthfulQA.** The rule of lm-evaluation-harness: an answer is true if its best ROUGE-L
 # F-score against the true reference answers is higher than against the false ones, with
 # "I have no comment." among the true references (refusals count as true, as in the
-# benchmark). The second judge replaces ROUGE-L by the cosine similarity of MiniLM sentence
-# embeddings (the offline all-MiniLM-L6-v2 encoder the engine uses for semantic clustering).
+# benchmark). A *tie* (often both 0: the answer shares no word with any reference) is false
+# under this rule; the alternatives count ties as true or leave them out, use ROUGE-L ≥ 0.3
+# against the best answer (the rule of Kuhn et al. for free-form answers) or against any
+# true answer, or replace ROUGE-L by the cosine similarity of MiniLM sentence embeddings
+# (the offline all-MiniLM-L6-v2 encoder the engine uses for semantic clustering).
 
 # %%
 embed = None
@@ -279,31 +288,109 @@ for (name, d), recs in runs.items():
     t = qa_study.score_table(recs, items=item_by_id, embed=embed, group_norms=groups[name, d])
     t.insert(0, "model", SHORT.get(name, name))
     tables[name, d] = t
-
-agree_rows = []
-for name in models:
-    t = tables[name, "triviaqa"]
-    a = grading.agreement(t["correct_contains"], t["correct_em"])
-    agree_rows.append({"model": SHORT.get(name, name), "dataset": "TriviaQA", "judge A": "alias contained",
-                       "judge B": "exact match", "accuracy A": a["rate_a"], "accuracy B": a["rate_b"],
-                       "agreement": a["agreement"], "Cohen's κ": a["kappa"]})
-    if embedding_judge:
-        t = tables[name, "truthfulqa"]
-        a = grading.agreement(t["correct_rouge"], t["correct_embed"])
-        agree_rows.append({"model": SHORT.get(name, name), "dataset": "TruthfulQA", "judge A": "ROUGE-L rule",
-                           "judge B": "MiniLM cosine rule", "accuracy A": a["rate_a"], "accuracy B": a["rate_b"],
-                           "agreement": a["agreement"], "Cohen's κ": a["kappa"]})
-agree = pd.DataFrame(agree_rows)
+agree = verdicts.grader_agreement(tables).assign(
+    model=lambda f: f["model"].map(lambda m: SHORT.get(m, m)), dataset=lambda f: f["dataset"].map(NAMES),
+    grader=lambda f: [readings.GRADERS[d][g].text for d, g in zip(f["dataset"].map(
+        {v: k for k, v in NAMES.items()}), f["grader"])])
+echo = {name: float(tables[name, "triviaqa"]["correct_contains"].mean() - tables[name, "triviaqa"]["correct"].mean())
+        for name in models}
+ties = {name: float(tables[name, "truthfulqa"]["rouge_tie"].mean()) for name in models}
+glue("echo_share_smollm2", echo.get("smollm2-135m-instruct", 0.0), display=False)
+glue("tie_share_max", max(ties.values()), display=False)
 glue("agree_min", float(agree["agreement"].min()), display=False)
 glue("agree_max", float(agree["agreement"].max()), display=False)
-display(book.table(agree, same({"model": "", "dataset": "", "judge A": "", "judge B": "", "accuracy A": ".2f",
-                                 "accuracy B": ".2f", "agreement": ".2f", "Cohen's κ": ".2f"})))
+display(book.table(agree, {"model": "model", "dataset": "dataset", "grader": "alternative grader",
+                           "primary_accuracy": ("accuracy, primary", ".3f"), "accuracy": ("accuracy, alternative", ".3f"),
+                           "agreement": ("agreement", ".2f"), "kappa": ("Cohen's κ", ".2f"), "n": ("answers", ",d")},
+                   caption="Each alternative grader against the primary one"))
 
 # %% [markdown]
-# Judge agreement ranges from {glue:text}`agree_min:.2f` to {glue:text}`agree_max:.2f`
-# across model × dataset (κ corrects for the agreement expected by chance; with few correct
-# answers it is unstable). Ten random examples per dataset, with the primary label, show
-# what the models write:
+# On TriviaQA the echo rule takes {glue:text}`echo_share_smollm2:.1%` of SmolLM2's
+# answers away from "correct" (questions it answered by repeating them); on TruthfulQA up
+# to {glue:text}`tie_share_max:.1%` of a model's answers are ties. Agreement with the
+# primary grader ranges from {glue:text}`agree_min:.2f` to {glue:text}`agree_max:.2f` (κ
+# corrects for the agreement expected by chance).
+#
+# ### The graders measured against hand labels
+#
+# An automatic grader's "correct" is only evidence if it is usually right. The **audit
+# set** (`audit/` in the repository: ids and labels, the rubric and how it was made) holds
+# 400 answers of the paper edition, 100 per model and dataset, drawn at random half among
+# the answers the primary grader calls correct and half among the others, each labelled *correct*, *incorrect* or *unclear* by reading the question, the
+# references and the answer against a written rubric, blind to every grader and score.
+# The readers were instances of the AI model that develops this project, not people (the
+# audit's README says so). Weighted back to each grader's population (post-stratification;
+# *unclear* answers left out), each grader's **precision** (of its "correct"s, the share
+# truly correct) and **recall** (of the truly correct answers, the share it finds):
+
+# %%
+audit_labels = qa_audit.load_labels()
+audit_config = {"max_new_tokens": max_new_tokens, "n_samples": n_samples, "seed": seed}
+audit_labels = audit_labels[audit_labels["model"].isin(models)
+                            & (audit_labels["config"].map(lambda c: c == audit_config))]
+audit_labels = audit_labels[[i in set(tables[m, d]["id"]) for m, d, i in
+                             zip(audit_labels["model"], audit_labels["dataset"], audit_labels["id"])]]
+audit_ok = len(audit_labels) > 0  # the labels are about the paper edition's answers; a preview's answers differ
+graded = {}
+for d in DATASETS:
+    for g, spec in readings.GRADERS[d].items():
+        col = {}
+        for name in models:
+            t = tables[name, d].set_index("id")
+            lab = readings.label_column(t, d, g)
+            col.update({(name, i): bool(lab[i] == 0) for i in t.index if not np.isnan(lab[i])})
+        graded[f"{d}:{g}"] = col
+quality = (qa_audit.grader_quality(audit_labels, graded, n_boot=n_boot, seed=seed) if audit_ok else
+           pd.DataFrame(columns=["model", "dataset", "grader", "precision", "recall"]))
+quality = quality.loc[np.array([k.split(":")[0] == d for k, d in zip(quality["grader"], quality["dataset"])],
+                               dtype=bool)].copy()
+quality["grader_name"] = [readings.GRADERS[d][k.split(":")[1]].text for k, d in zip(quality["grader"],
+                                                                                   quality["dataset"])]
+prim = quality.loc[np.array([k.split(":")[1] == readings.PRIMARY[d].grader
+                             for k, d in zip(quality["grader"], quality["dataset"])], dtype=bool)]
+
+
+def audit_findings() -> str:
+    """What the audit says about the primary graders (Markdown), or why this build cannot say."""
+    if not audit_ok:
+        return ("*The audit's labels are about the answers of the paper edition (answer cap 32 tokens, 10 samples, "
+                f"seed 0); this build's answers are others ({profile} profile), so the audit is not applied here.*")
+    parts = []
+    for d in DATASETS:
+        rows = prim[prim["dataset"] == d]
+        text = ", ".join(f"{SHORT.get(m, m)} {p:.2f} {ci_text(lo, hi)}" for m, p, lo, hi in
+                         zip(rows["model"], rows["precision"], rows["precision_lo"], rows["precision_hi"]))
+        rec = ", ".join(f"{SHORT.get(m, m)} {p:.2f}" for m, p in zip(rows["model"], rows["recall"]))
+        acc = ", ".join(f"{SHORT.get(m, m)} {a:.0%}" for m, a in zip(rows["model"], rows["true_accuracy"]))
+        parts.append(f"- **{NAMES[d]}**, primary grader ({readings.GRADERS[d][readings.PRIMARY[d].grader].text}): "
+                     f"precision {text}; recall {rec}. By the hand labels, {acc} of the answers are correct.")
+    return (f"{len(audit_labels):,} audited answers ({int((audit_labels['label'] == 'unclear').sum())} unclear):\n\n"
+            + "\n".join(parts))
+
+
+glue("audit_findings", Markdown(audit_findings()), display=False)
+if audit_ok:
+    display(book.table(quality.assign(model=lambda f: f["model"].map(lambda m: SHORT.get(m, m)),
+                                      dataset=lambda f: f["dataset"].map(NAMES),
+                                      prec=lambda f: [f"{p:.2f} {ci_text(lo, hi)}" for p, lo, hi in
+                                                      zip(f["precision"], f["precision_lo"], f["precision_hi"])],
+                                      rec=lambda f: [f"{p:.2f} {ci_text(lo, hi)}" for p, lo, hi in
+                                                     zip(f["recall"], f["recall_lo"], f["recall_hi"])]),
+                       {"model": "model", "dataset": "dataset", "grader_name": "grader",
+                        "prec": ("precision [95% CI]", "", True), "rec": ("recall [95% CI]", "", True),
+                        "accuracy": ("its accuracy", ".3f"), "true_accuracy": ("hand-label accuracy", ".3f"),
+                        "judged": ("audited answers it labels", "d")},
+                       caption="Each grader's precision and recall for 'correct', against the hand-labelled audit set"))
+
+# %% [markdown]
+# ```{glue} audit_findings
+# ```
+#
+# On TruthfulQA a word-overlap rule misses truthful answers that share no words with a
+# reference and credits wrong ones that do, so every TruthfulQA verdict below is judged
+# under every grader (section 10); the AUROCs for the hand labels themselves, on the
+# audited answers, are in section 10 too. Ten random examples per dataset, with the
+# primary label, show what the models write:
 
 # %%
 rng_show = np.random.default_rng(seed)
@@ -732,26 +819,21 @@ macro_res = {d: headline.mean_aurocs([tables[name, d] for name in models],
              for d in DATASETS}
 settings = {"profile": profile, "models": models, "n_truthfulqa": len(subsets["truthfulqa"]),
             "n_triviaqa": len(subsets["triviaqa"]), "n_samples": n_samples, "max_new_tokens": max_new_tokens,
-            "n_boot": n_boot, "seed": seed, "labels": "TruthfulQA ROUGE-L rule; TriviaQA alias contained"}
+            "n_boot": n_boot, "seed": seed,
+            "labels": "; ".join(f"{NAMES[d]}: {readings.GRADERS[d][readings.PRIMARY[d].grader].text}" for d in DATASETS)}
 tf, tq = macro_res["truthfulqa"], macro_res["triviaqa"]
 m6, m7 = (headline.auroc_measurement(c, {name: tables[name, headline.CLAIM_SCORES[c][0]] for name in models},
                                      settings, n_boot=n_boot, seed=seed) for c in ("C6", "C7"))
 m9 = headline.transfer_measurement(tr_results, settings)
-
-
-def partial_note(datasets: tuple[str, ...]) -> str:
-    """The ledger's caveat while the campaign is still filling the store (else empty)."""
-    short = [d for d in datasets if len(subsets[d]) < len(all_items[d])]
-    if not (reading_only and short):
-        return ""
-    return ("measured on the questions every model has answered so far: " +
-            ", ".join(f"{len(subsets[d]):,} of {len(all_items[d]):,} {NAMES[d]}" for d in short) +
-            " (the QA campaign is still filling the results store)")
-
-
-m6, m7, m9 = (dataclasses.replace(m, note=partial_note(ds)) for m, ds in
-              ((m6, ("truthfulqa",)), (m7, ("triviaqa",)), (m9, DATASETS)))
-e6, e7, e9 = claims.record(m6), claims.record(m7), claims.record(m9)
+# every reading of every claim (grader × p × combined), the primary one first
+parts6, readings6, primary6 = verdicts.compound_readings("C6", {n: tables[n, "truthfulqa"] for n in models}, settings,
+                                                         n_boot=n_boot, seed=seed)
+parts7, readings7, primary7 = verdicts.compound_readings("C7", {n: tables[n, "triviaqa"] for n in models}, settings,
+                                                         n_boot=n_boot, seed=seed)
+readings9, primary9 = verdicts.transfer_readings(tables, models, settings, n_boot=n_boot, seed=seed)
+e6 = claims.record(m6, parts=parts6, readings=readings6, primary=primary6)
+e7 = claims.record(m7, parts=parts7, readings=readings7, primary=primary7)
+e9 = claims.record(m9, readings=readings9, primary=primary9)
 within = m9.details["within_model_balanced_accuracy"]
 
 claim_tab = pd.DataFrame([
@@ -825,6 +907,71 @@ display(book.table(pd.DataFrame(diff_rows), {"claim": "claim", "difference": "AU
                                                        lambda v: f"{v:+.3f}" if np.isfinite(v) else "—"),
                                              "CI": ("95% CI (paired)", "", True)},
                    caption="Paired AUROC differences: the claimed best method minus each other method"))
+SHORT_VERDICT = {"reproduced": "yes", "partly reproduced": "partly", "not reproduced": "no", "inconclusive": "?"}
+part_rows = [{"part": p["id"], "statement": p["statement"],
+              "measured": f"{p['value']:.3f} {ci_text(*p['ci'])}", "verdict": p["verdict"], "rule": p["rule"]}
+             for e in (e6, e7) for p in e["parts"]]
+display(book.table(pd.DataFrame(part_rows), {"part": "part", "statement": "the paper says",
+                                             "measured": ("measured [95% CI]", "", True), "verdict": "verdict",
+                                             "rule": "rule"},
+                   caption="C6 and C7 split into the statements they make (primary reading); the claim's verdict "
+                           "is derived from its parts: " + claims.DERIVE_TEXT))
+
+
+def reading_rows(entry: dict, dataset: str) -> pd.DataFrame:
+    rows = []
+    for r in entry["readings"]:
+        fields = dict(kv.split("=", 1) for kv in r["reading"].split(", "))
+        row = {"grader": readings.GRADERS[dataset][fields["grader"]].text, "p": fields["p"],
+               "combined": fields["combined"], **{k: SHORT_VERDICT[v] for k, v in r["parts"].items()},
+               entry["claim"]: SHORT_VERDICT[r["verdict"]] + (" (primary)" if r["primary"] else "")}
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+for entry, d in ((e6, "truthfulqa"), (e7, "triviaqa")):
+    frame = reading_rows(entry, d)
+    display(book.table(frame, {c: c for c in frame.columns},
+                       caption=f"{entry['claim']} under every reading ({NAMES[d]}): {entry['robustness']['text']}"))
+rows9 = [{"reading": r["reading"], "C9": SHORT_VERDICT[r["verdict"]] + (" (primary)" if r["primary"] else "")}
+         for r in e9["readings"]]
+display(book.table(pd.DataFrame(rows9), {"reading": "reading (graders, p)", "C9": "C9"},
+                   caption=f"C9 under every reading that changes its number: {e9['robustness']['text']}"))
+for key, entry in (("c6", e6), ("c7", e7), ("c9", e9)):
+    glue(f"{key}_robustness", entry["robustness"]["text"], display=False)
+    glue(f"{key}_n_readings", len(entry["readings"]), display=False)
+for p_entry in e6["parts"] + e7["parts"]:
+    glue(f"{p_entry['id'].lower()}_verdict", p_entry["verdict"], display=False)
+    glue(f"{p_entry['id'].lower()}_value", float(p_entry["value"]), display=False)
+
+# The hand labels as the ground truth, on the audited answers (weighted back to each stratum's population).
+AUDIT_SCORES = ["epistemic", "combined", "grad_log_p", "p_true", "ln_predictive_entropy", "semantic_entropy"]
+if audit_ok:
+    hand = qa_audit.audited_aurocs(audit_labels, tables, AUDIT_SCORES, n_boot=min(n_boot, 1000), seed=seed)
+    hand_tab = hand.assign(model=lambda f: f["model"].map(lambda m: SHORT.get(m, m)),
+                           dataset=lambda f: f["dataset"].map(NAMES), score=lambda f: f["score"].map(score_name),
+                           value=lambda f: [f"{a:.2f} {ci_text(lo, hi)}" for a, lo, hi in
+                                            zip(f["auroc"], f["lo"], f["hi"])])
+    hand_wide = hand_tab.pivot_table(index=["dataset", "score"], columns="model", values="value", aggfunc="first",
+                                     sort=False).reset_index()
+    display(book.table(hand_wide, {c: (str(c), "", True) if c not in ("dataset", "score") else str(c)
+                                   for c in hand_wide.columns},
+                       caption="AUROC for the hand labels on the audited answers (about 100 per model and dataset: "
+                               "wide intervals, no verdict rests on them)"))
+cap_tab = verdicts.cap_summary(tables, max_new_tokens, ["epistemic", "combined", "grad_log_p", "p_true"],
+                               min_per_class=MIN_PER_CLASS, n_boot=n_boot, seed=seed, models=models)
+capped = {(n, d): float((tables[n, d]["stop_reason"] == "max_new_tokens").mean()) for n in models for d in DATASETS}
+glue("cap_share_text", "; ".join(f"{SHORT.get(n, n)} on {NAMES[d]} {v:.0%}" for (n, d), v in capped.items()),
+     display=False)
+display(book.table(cap_tab.assign(dataset=lambda f: f["dataset"].map(NAMES), score=lambda f: f["score"].map(score_name),
+                                  all_=lambda f: [f"{a:.3f} {ci_text(lo, hi)}" for a, lo, hi in
+                                                  zip(f["auroc"], f["lo"], f["hi"])],
+                                  uncapped=lambda f: [f"{a:.3f} {ci_text(lo, hi)}" for a, lo, hi in
+                                                      zip(f["auroc_uncapped"], f["lo_uncapped"], f["hi_uncapped"])]),
+                   {"dataset": "dataset", "score": "score", "all_": ("all answers", "", True),
+                    "uncapped": (f"answers shorter than the {max_new_tokens}-token cap", "", True)},
+                   caption="Mean AUROC with and without the answers that hit the token cap"))
+
 c9_diff = e9["details"]["difference"]
 glue("c9_diff", float(c9_diff[0]), display=False)
 glue("c9_diff_lo", float(c9_diff[1]), display=False)
@@ -843,32 +990,46 @@ glue("c9_diff_hi", float(c9_diff[2]), display=False)
 # well below 0.5 mean the score ranks wrong answers as *more certain*, which is what a
 # $p^2$ factor does when $p$ itself is a (weak) confidence signal.
 #
-# **C6 (TruthfulQA).** The combined score reaches a mean AUROC of
-# {glue:text}`c6_value:.3f` (95 % CI {glue:text}`c6_lo:.2f`–{glue:text}`c6_hi:.2f`; the
-# paper: 0.63). The best method here is {glue:text}`c6_best_name` at
-# {glue:text}`c6_best_auroc:.3f`. Verdict: **{glue:text}`c6_verdict`** (the paired
-# differences and the evidence gate are in the tables above). {glue:md}`qa_dropped`
+# **C6 (TruthfulQA)** makes three statements, each judged on its own (the table of parts
+# above): (a) combined has the highest mean AUROC of the methods: **{glue:text}`c6a_verdict`**
+# (combined minus its closest competitor: {glue:text}`c6a_value:+.3f`); (b) that AUROC is
+# about 0.63: **{glue:text}`c6b_verdict`** (combined reaches {glue:text}`c6_value:.3f`, 95 %
+# CI {glue:text}`c6_lo:.2f`–{glue:text}`c6_hi:.2f`; the best method here is
+# {glue:text}`c6_best_name` at {glue:text}`c6_best_auroc:.3f`); (c) it beats P(True) and
+# the entropy baselines: **{glue:text}`c6c_verdict`** (smallest paired difference
+# {glue:text}`c6c_value:+.3f`). Derived verdict: **{glue:text}`c6_verdict`**; across the
+# {glue:text}`c6_n_readings` readings (grader × p × combined) it is
+# {glue:text}`c6_robustness`. {glue:md}`qa_dropped`
 #
-# **C7 (TriviaQA).** The epistemic score has a mean AUROC of {glue:text}`c7_value:.3f`
-# (CI {glue:text}`c7_lo:.2f`–{glue:text}`c7_hi:.2f`); P(True) reaches
-# {glue:text}`c7_ptrue:.3f`, and the best method is {glue:text}`c7_best_name` at
-# {glue:text}`c7_best_auroc:.3f`. Verdict: **{glue:text}`c7_verdict`**.
+# **C7 (TriviaQA)**: (a) epistemic near chance: **{glue:text}`c7a_verdict`** (mean AUROC
+# {glue:text}`c7_value:.3f`, CI {glue:text}`c7_lo:.2f`–{glue:text}`c7_hi:.2f`); (b) combined
+# near chance, as the abstract says: **{glue:text}`c7b_verdict`** ({glue:text}`c7b_value:.3f`);
+# (c) P(True) is best: **{glue:text}`c7c_verdict`** (P(True) reaches {glue:text}`c7_ptrue:.3f`,
+# the best method is {glue:text}`c7_best_name` at {glue:text}`c7_best_auroc:.3f`). Derived
+# verdict: **{glue:text}`c7_verdict`**; across the {glue:text}`c7_n_readings` readings it
+# is {glue:text}`c7_robustness`.
 #
 # **C9 (transfer).** A threshold on $\log_{10}\lVert\nabla p\rVert^2$ fitted on one model
 # gives a balanced accuracy of {glue:text}`c9_value:.3f` (CI {glue:text}`c9_lo:.2f`–
 # {glue:text}`c9_hi:.2f`) on the other, against {glue:text}`c9_within:.3f` within model; the
 # paired difference is {glue:text}`c9_diff:+.3f` ({glue:text}`c9_diff_lo:+.3f` to
-# {glue:text}`c9_diff_hi:+.3f`). Verdict: **{glue:text}`c9_verdict`**. Note what this test can and cannot show: if the
-# score carries little signal even within a model, a transferred threshold is at chance
-# for that reason alone, so read it together with the within-model column.
+# {glue:text}`c9_diff_hi:+.3f`). Verdict: **{glue:text}`c9_verdict`**; across the
+# {glue:text}`c9_n_readings` readings that change its number it is
+# {glue:text}`c9_robustness`. Note what this test can and cannot show: if the score
+# carries little signal even within a model, a transferred threshold is at chance for that
+# reason alone, so read it together with the within-model column.
+#
+# **The token cap.** Answers stop after {glue:text}`max_new_tokens` tokens; the share that
+# hit the cap: {glue:text}`cap_share_text`. The last table shows the headline AUROCs with
+# those answers left out.
 #
 # ```{admonition} Reading these numbers
 # :class: warning
 # The models here have 135 M and 270 M parameters, 25–50 times fewer than the smallest
 # model in the paper, and most of their answers are wrong (section 3). Section 11 reads the
 # verdicts against that scale. A preview profile uses a few dozen questions per model, so
-# every interval is wide; the paper edition (all 817 + 2,933 questions per model, once the
-# campaign is complete) is the one to cite.
+# every interval is wide; the paper edition (all 817 + 2,933 questions per model) is the
+# one to cite.
 # ```
 
 # %% [markdown]

@@ -28,7 +28,7 @@ seed = 0  # unused: this page only collects
 
 # %% tags=["remove-cell"]
 import pandas as pd
-from IPython.display import HTML, Markdown
+from IPython.display import HTML, Markdown, display
 from myst_nb import glue
 
 from gnuq_core.repro import claims
@@ -139,6 +139,37 @@ table(ledger, {"claim": "claim", "evidence": "evidence (n)", "width": ("interval
 # %%
 table(ledger, {"claim": "claim", "rule": "how the verdict is decided", "note": "caveat (measured)"},
       caption="The rules and caveats")
+
+# %% [markdown]
+# ## Compound claims and readings
+#
+# Some claims make several statements at once; each statement is a **part** with its own
+# measure, rule and evidence gate, and the claim's verdict is derived from its parts (every
+# part reproduced: reproduced; every part the data can judge not reproduced: not
+# reproduced; otherwise partly). Where the paper leaves a definition open (how answers are
+# graded, whether p is the whole answer's probability or its length-normalised version, how
+# "combined" is formed), the claim is judged under every **reading**; a verdict is
+# **robust** if it is the same under all of them, and *depends on the reading* otherwise
+# (the chapter's readings table shows which readings flip it).
+
+# %%
+part_rows = [{"claim": r["id"], "part": p["id"], "statement": p["statement"],
+              "measured": f"{p['value']:.3g} [{p['ci'][0]:.3g}, {p['ci'][1]:.3g}]",
+              "verdict": claims.verdict_label(p["verdict"], profile), "rule": p["rule"]}
+             for r in rows for p in r.get("parts", [])]
+if part_rows:
+    display(table(pd.DataFrame(part_rows), {"part": "part", "verdict": "verdict", "measured": ("measured [95% CI]", "", True),
+                                    "statement": "the paper says", "rule": "rule"},
+          caption=f"The parts of the compound claims ({edition})"))
+robust_rows = [{"claim": r["id"], "verdict": claims.verdict_label(r["verdict"], profile),
+                "readings": len(r["readings"]), "robustness": r["robustness"]["text"]}
+               for r in rows if r.get("robustness")]
+if robust_rows:
+    display(table(pd.DataFrame(robust_rows), {"claim": "claim", "verdict": "verdict (primary reading)",
+                                      "readings": ("readings judged", "d"), "robustness": "robust?"},
+          caption="How each claim's verdict depends on the readings the paper leaves open"))
+else:
+    display(Markdown("*No claim was judged under several readings in this build.*"))
 
 # %% [markdown]
 # ```{glue} cross_check_links

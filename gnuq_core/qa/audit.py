@@ -105,11 +105,13 @@ def grader_quality(labels: Any, graded: Mapping[str, Mapping[tuple[str, str], bo
         boots = [_resample(groups, rng) for _ in range(n_boot)]
         for name, says in graded.items():
             keys = [(model, i) for i in cell["id"]]
-            if not all(k in says for k in keys):
-                continue
-            g = np.array([says[k] for k in keys], float)
+            present = np.array([k in says for k in keys])
+            if not present.any():
+                continue  # a grader of another dataset
+            g = np.array([says.get(k, False) for k in keys], float)
 
             def stats(idx: np.ndarray) -> tuple[float, float, float, float]:
+                idx = idx[present[idx]]  # answers the grader leaves out (ROUGE ties) are left out of its numbers
                 ww, gg, hh = w[idx], g[idx], h[idx]
                 tp = float(np.sum(ww * gg * hh))
                 prec = tp / np.sum(ww * gg) if np.sum(ww * gg) > 0 else np.nan
@@ -119,7 +121,7 @@ def grader_quality(labels: Any, graded: Mapping[str, Mapping[tuple[str, str], bo
             point = stats(np.arange(len(cell)))
             reps = np.array([stats(b) for b in boots], float)
             row: dict[str, Any] = {"model": model, "dataset": dataset, "grader": name, "audited": len(cell) + unclear,
-                                   "unclear": unclear}
+                                   "unclear": unclear, "judged": int(present.sum())}
             for k, key in enumerate(("precision", "recall", "accuracy", "true_accuracy")):
                 col = reps[:, k][np.isfinite(reps[:, k])]
                 lo, hi = (np.quantile(col, [0.025, 0.975]) if col.size else (np.nan, np.nan))

@@ -21,6 +21,8 @@ Convention throughout: ``incorrect`` is 1 where the answer is wrong, and ``score
 
 from __future__ import annotations
 
+import hashlib
+
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -55,6 +57,29 @@ def auroc(incorrect: Sequence[float], score: Sequence[float]) -> float:
     if y.min() == y.max():
         return float("nan")
     return float(roc_auc_score(y, s))
+
+
+def _resampled_aurocs(y: np.ndarray, s: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """The rank-form AUROC of every resample ``idx`` (B, n) of ``(y, s)``, without sorting any resample.
+
+    A resample is a count per question; the average rank of a question in it is the count
+    of resampled questions with a lower score plus half (its group's count + 1), where a
+    group holds the questions of one score value. So one sort of the scores serves every
+    resample: O(B·n) instead of O(B·n log n), the same numbers as ranking each resample
+    (`_auroc_rows`) up to float rounding.
+    """
+    b, n = idx.shape
+    values, group = np.unique(s, return_inverse=True)
+    g = values.size
+    cells = (np.arange(b)[:, None] * g + group[idx]).ravel()  # (resample, score group) of every draw
+    counts = np.bincount(cells, minlength=b * g).reshape(b, g).astype(float)
+    pos = np.bincount(cells, weights=y[idx].ravel(), minlength=b * g).reshape(b, g)
+    below = np.cumsum(counts, axis=1) - counts
+    rank = below + (counts + 1) / 2
+    n1 = pos.sum(1)
+    n0 = n - n1
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return ((rank * pos).sum(1) - n1 * (n1 + 1) / 2) / (n1 * n0)
 
 
 def _auroc_rows(y: np.ndarray, s: np.ndarray) -> np.ndarray:
@@ -93,17 +118,19 @@ def bootstrap_replicates(incorrect: Sequence[float], score: Sequence[float], *, 
     `bootstrap_auroc` with the same seed); NaN where a resample has one class only."""
     y, s = _xy(incorrect, score)
     idx = resample_indices(y.size, n_boot, seed)
-    return _auroc_rows(y[idx], s[idx])
+    return _resampled_aurocs(y, s, idx)
 
 
 class AurocReplicates:
-    """AUROC and bootstrap replicates of a score table's columns, each computed once.
+    """AUROC and bootstrap replicates of score-table columns, each distinct one computed once.
 
     Calling ``reps(table, score)`` returns ``(auroc, replicates)`` of ``table[score]`` for
     ``table["incorrect"]`` (`auroc`, `bootstrap_replicates` with this object's ``n_boot`` and
-    ``seed``), from a memo after the first call. Comparing every method with the best one then
-    computes the best one's replicates once, not once per comparison (at 2,933 questions and
-    2,000 resamples, seconds each). The memo keeps each table alive, so its key cannot be reused.
+    ``seed``). The memo is keyed by the *contents* of the labels and the scores, so comparing
+    every method with the best one, or judging a claim under many readings that share most
+    columns (`gnuq_core.qa.readings`), computes each distinct column once (at 2,933 questions
+    and 2,000 resamples, a fraction of a second each); the resample indices of each table size
+    are drawn once.
 
     Parameters
     ----------
@@ -113,15 +140,17 @@ class AurocReplicates:
 
     def __init__(self, n_boot: int, seed: int) -> None:
         self.n_boot, self.seed = n_boot, seed
-        self._memo: dict[tuple[int, str], tuple[Any, float, np.ndarray]] = {}
+        self._memo: dict[tuple[bytes, bytes], tuple[float, np.ndarray]] = {}
+        self._indices: dict[int, np.ndarray] = {}
 
     def __call__(self, table: Any, score: str) -> tuple[float, np.ndarray]:
-        key = (id(table), score)
+        y, s = _xy(table["incorrect"].to_numpy(float), table[score].to_numpy(float))
+        key = (hashlib.sha1(y.tobytes()).digest(), hashlib.sha1(s.tobytes()).digest())
         if key not in self._memo:
-            y, s = table["incorrect"].to_numpy(float), table[score].to_numpy(float)
-            self._memo[key] = (table, auroc(y, s), bootstrap_replicates(y, s, n_boot=self.n_boot, seed=self.seed))
-        _, point, reps = self._memo[key]
-        return point, reps
+            if y.size not in self._indices:
+                self._indices[y.size] = resample_indices(y.size, self.n_boot, self.seed)
+            self._memo[key] = (auroc(y, s), _resampled_aurocs(y, s, self._indices[y.size]))
+        return self._memo[key]
 
 
 def bootstrap_auroc(incorrect: Sequence[float], score: Sequence[float], *, n_boot: int = 2000, seed: int = 0,
@@ -135,7 +164,7 @@ def bootstrap_auroc(incorrect: Sequence[float], score: Sequence[float], *, n_boo
     if not np.isfinite(point):
         return AurocCI(point, float("nan"), float("nan"), int(y.size), int(y.sum()), 0)
     idx = resample_indices(y.size, n_boot, seed)
-    vals = _auroc_rows(y[idx], s[idx])
+    vals = _resampled_aurocs(y, s, idx)
     lo, hi = percentile_interval(vals, level, point)
     return AurocCI(point, lo, hi, int(y.size), int(y.sum()), int(np.isfinite(vals).sum()))
 

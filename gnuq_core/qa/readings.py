@@ -9,8 +9,11 @@ every QA claim is judged under a declared grid (:func:`grid`):
   (primary), contained, exact match; TruthfulQA: ROUGE-L true > false with ties false
   (primary, lm-evaluation-harness), ties true, ties left out, ROUGE-L ≥ 0.3 against the
   best answer (Kuhn et al.), ≥ 0.3 against any true answer, and the MiniLM similarity judge;
-- **p** (:data:`P_READINGS`): ``sequence`` (p(y|x), primary) or ``normalized``
-  (p̄ = exp(mean log p_t), the gradient that of mean log p);
+- **p** (:data:`P_READINGS`): ``sequence`` (p(y|x), primary: epistemic = ‖∇p‖²),
+  ``normalized`` (p̄ = exp(mean log p_t): epistemic = ‖∇p̄‖² = p̄²‖∇log p̄‖²) or ``loss``
+  (epistemic = ‖∇log p̄‖² = ‖∇log p‖²/T², the gradient of the mean-token log-likelihood,
+  without the p̄² factor: what the first author's earlier code computed); aleatoric is
+  p(1 − p) of the same p (``loss``: of p̄);
 - **combined** (:data:`COMBINED_READINGS`): ``sum`` (epistemic + aleatoric with the
   isotropic covariance σ²I at σ² = 1, primary) or ``rank_mean`` (the mean of the two
   scores' ranks: the combination that does not depend on σ²).
@@ -72,8 +75,9 @@ GRADERS: dict[str, dict[str, Grader]] = {
 }
 
 P_READINGS: dict[str, str] = {
-    "sequence": "p = p(y | x), the whole answer's probability",
-    "normalized": "p̄ = exp(mean log p_t), the length-normalised probability (gradient of mean log p)",
+    "sequence": "p = p(y | x), the whole answer's probability: epistemic ‖∇p‖²",
+    "normalized": "p̄ = exp(mean log p_t), the length-normalised probability: epistemic ‖∇p̄‖²",
+    "loss": "epistemic ‖∇ log p̄‖², the gradient of the mean-token log-likelihood (no p̄² factor)",
 }
 COMBINED_READINGS: dict[str, str] = {
     "sum": "combined = epistemic + aleatoric (σ² = 1)",
@@ -146,10 +150,12 @@ def reading_table(table: Any, dataset: str, reading: Reading) -> Any:
     out["incorrect"] = out["incorrect"].astype(int)
     out["correct"] = out["incorrect"] == 0
     suffix = "" if reading.p == "sequence" else "_norm"
-    out["epistemic"] = table.loc[out.index, f"epistemic{suffix}"]
-    out["aleatoric"] = table.loc[out.index, f"aleatoric{suffix}"]
+    rows = out.index
+    out["epistemic"] = table.loc[rows, "grad_log_p_norm" if reading.p == "loss" else f"epistemic{suffix}"]
+    out["aleatoric"] = table.loc[rows, f"aleatoric{suffix}"]
     if reading.combined == "sum":
-        out["combined"] = table.loc[out.index, f"combined{suffix}"]
+        out["combined"] = (np.log10(10.0 ** out["epistemic"] + out["aleatoric"]) if reading.p == "loss" else
+                           table.loc[rows, f"combined{suffix}"])  # log10(epistemic + aleatoric), as the registry's
     else:
         out["combined"] = (_ranks(out["epistemic"]) + _ranks(out["aleatoric"])) / 2
     return out.reset_index(drop=True)

@@ -222,6 +222,16 @@ def resolve_parameters(chapter: str, defaults: dict[str, Any], overrides: dict[s
     return params
 
 
+def chapter_parameters(selector: str, profile: str, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A chapter's parameters as the runner injects them: the notebook's defaults, updated by
+    ``profile`` (``notebooks/profiles/<profile>.yml``), then by ``overrides`` (same checks)."""
+    source = find_chapter(selector)
+    with tempfile.TemporaryDirectory() as tmp:
+        defaults = declared_parameters(to_ipynb(source, Path(tmp) / f"{source.stem}.ipynb"))
+    merged = {**load_profile(profile).get(source.stem, {}), **(overrides or {}), "profile": profile}
+    return resolve_parameters(source.stem, defaults, merged)
+
+
 def run_chapter(selector: str, profile: str = "quick", out_dir: Path | None = None,
                 extra: dict[str, Any] | None = None) -> Path:
     """Execute one chapter with a profile's parameters; return the executed notebook.

@@ -151,38 +151,9 @@ def _at_least(threshold: float) -> Callable[[Measurement], str]:
     return rule
 
 
-def _compare_with_others(m: Measurement) -> tuple[bool, bool]:
-    """From ``details["differences"]`` ({other method: [d, lo, hi]}, the claim's method minus
-    each other on the same questions, paired bootstrap): (significantly better than every
-    other method, significantly worse than none)."""
-    diffs = m.details["differences"]
-    if not diffs:
-        raise ValueError(f"{m.claim}: details['differences'] is empty: nothing to compare with")
-    better_than_all = all(lo > 0 for _, lo, _ in diffs.values())
-    beaten_by_none = all(hi >= 0 for _, _, hi in diffs.values())
-    return better_than_all, beaten_by_none
-
-
-def _rule_c6(m: Measurement) -> str:
-    """Combined above chance (CI above 0.5) and better than every other method (each paired
-    difference's CI above 0): reproduced. Above chance and significantly worse than none:
-    partly (tied with the best). Otherwise not reproduced."""
-    best, tied = _compare_with_others(m)
-    above_chance = m.ci[0] > 0.5
-    if above_chance and best:
-        return REPRODUCED
-    return PARTLY if above_chance and tied else NOT_REPRODUCED
-
-
-def _rule_c7(m: Measurement) -> str:
-    """Epistemic near chance (its whole CI inside :data:`CHANCE_BAND`) and P(True) better than
-    every other method (paired differences in ``details["differences"]``): reproduced. One of
-    the two, or near chance with P(True) tied with the best: partly. Otherwise not."""
-    near_chance = CHANCE_BAND[0] <= m.ci[0] and m.ci[1] <= CHANCE_BAND[1]
-    best, tied = _compare_with_others(m)
-    if near_chance and best:
-        return REPRODUCED
-    return PARTLY if (near_chance or best) else NOT_REPRODUCED
+def _by_parts(m: Measurement) -> str:
+    """A compound claim has no rule of its own: `assess` derives it from its parts."""
+    raise ValueError(f"{m.claim} is judged by its parts (Claim.parts), not by one rule")
 
 
 def _rule_c9(m: Measurement) -> str:
@@ -321,7 +292,7 @@ class Claim:
         Label of the cross-checks chapter's section that checks this claim's numbers
         against an independent implementation.
     parts : tuple of Part
-        A compound claim's atomic statements: its verdict is then `derive`\ d from theirs.
+        A compound claim's atomic statements: its verdict is then derived from theirs (`derive`).
     """
 
     id: str
@@ -366,10 +337,10 @@ CLAIMS: dict[str, Claim] = {c.id: c for c in [
           "AUROC 0.63", "06_qa_benchmarks",
           "AUROC of combined (mean over models with enough answers); details: auroc, ci, differences "
           "{method: [combined − method, lo, hi]} (paired bootstrap)",
-          _rule_c6, DERIVE_TEXT, _QA_GATE, "xcheck-baselines", parts=_PARTS["C6"]),
+          _by_parts, DERIVE_TEXT, _QA_GATE, "xcheck-baselines", parts=_PARTS["C6"]),
     Claim("C7", "TriviaQA: epistemic is near chance; P(True) is best", "epistemic ≈ 0.5",
           "06_qa_benchmarks", "AUROC of epistemic; details: auroc, ci, differences {method: [P(True) − method, lo, hi]}",
-          _rule_c7, DERIVE_TEXT, _QA_GATE, "xcheck-baselines", parts=_PARTS["C7"]),
+          _by_parts, DERIVE_TEXT, _QA_GATE, "xcheck-baselines", parts=_PARTS["C7"]),
     Claim("C8", "The estimator is 46–107× faster than the baselines", "46–107×",
           "07_efficiency", "speed-up over the fastest sampling baseline (median ratio) on the least favourable model, "
           "bootstrap CI over questions",
@@ -421,7 +392,7 @@ def assess(m: Measurement, parts: dict[str, Measurement] | None = None) -> Asses
     """Check the claim's gate, then apply its rule; an invalid number or CI is an error.
 
     A compound claim (`Claim.parts`) is judged by its parts: ``parts`` maps each part's id to
-    its measurement, and the verdict is :func:`derive`\ d from the parts' verdicts."""
+    its measurement, and the verdict is derived from the parts' verdicts (:func:`derive`)."""
     if m.claim not in CLAIMS:
         raise KeyError(f"unknown claim {m.claim!r}; known: {', '.join(CLAIMS)}")
     if not _ci_ok(m):
@@ -446,19 +417,45 @@ def _part_entry(part: Part, m: Measurement) -> dict[str, Any]:
             "details": m.details}
 
 
+def _axes(key: str) -> dict[str, str]:
+    """``"grader=rouge, p=sequence"`` -> ``{"grader": "rouge", "p": "sequence"}`` (a key that is not
+    of that form is one axis ``reading``)."""
+    pairs = [kv.split("=", 1) for kv in key.split(", ")]
+    return dict(pairs) if all(len(p) == 2 for p in pairs) else {"reading": key}
+
+
+def _common(keys: list[str], every: list[str]) -> str:
+    """What ``keys`` (readings) share, as ``"grader ∈ {a, b}"`` terms: an axis on which they take
+    every value the readings take is not mentioned."""
+    terms = []
+    all_axes = [_axes(k) for k in every]
+    mine = [_axes(k) for k in keys]
+    for axis in dict.fromkeys(a for d in all_axes for a in d):
+        values = list(dict.fromkeys(d.get(axis, "") for d in mine))
+        if set(values) != {d.get(axis, "") for d in all_axes}:
+            terms.append(f"{axis} = {values[0]}" if len(values) == 1 else f"{axis} ∈ {{{', '.join(values)}}}")
+    return "; ".join(terms) or "no single setting"
+
+
 def robustness(verdicts: dict[str, str], primary: str) -> dict[str, Any]:
     """Whether a claim's verdict is the same under every reading (``verdicts``: reading -> verdict).
 
     Returns ``{"robust", "primary", "flips", "text"}``: ``flips`` lists the readings whose
-    verdict differs from the primary reading's, ``text`` says it in one sentence."""
+    verdict differs from the primary reading's, ``text`` says it in one sentence, naming what
+    the readings of each other verdict have in common (``grader ∈ {…}``)."""
     base = verdicts[primary]
     flips = {k: v for k, v in verdicts.items() if v != base}
+    n = len(verdicts)
     if not flips:
-        text = f"robust: {base} under all {len(verdicts)} readings"
+        text = f"robust: {base} under all {n} readings"
     else:
-        shown = "; ".join(f"{k} → {v}" for k, v in list(flips.items())[:4])
-        more = f" (and {len(flips) - 4} more)" if len(flips) > 4 else ""
-        text = f"depends on the reading: {base} under the primary reading, but {shown}{more}"
+        same = n - len(flips)
+        groups: dict[str, list[str]] = {}
+        for k, v in flips.items():
+            groups.setdefault(v, []).append(k)
+        shown = "; ".join(f"{v} under {len(ks)} ({_common(ks, list(verdicts))})" for v, ks in groups.items())
+        others = f"{same - 1} other{'s' if same - 1 != 1 else ''}"
+        text = f"depends on the reading: {base} under the primary reading and {others}, {shown}"
     return {"robust": not flips, "primary": primary, "flips": flips, "text": text}
 
 

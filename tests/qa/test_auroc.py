@@ -93,8 +93,10 @@ def test_replicates_memo_computes_each_column_once_and_equals_the_functions(monk
     assert point == qa_auroc.auroc(t["incorrect"], t["a"])
     np.testing.assert_array_equal(r, qa_auroc.bootstrap_replicates(t["incorrect"], t["a"], n_boot=100, seed=4))
     calls = []
-    monkeypatch.setattr(qa_auroc, "bootstrap_replicates", lambda *a, **k: calls.append(a) or np.zeros(1))
+    original = qa_auroc._resampled_aurocs
+    monkeypatch.setattr(qa_auroc, "_resampled_aurocs", lambda *a, **k: calls.append(a) or original(*a, **k))
     assert reps(t, "a")[0] == point and calls == []  # from the memo
+    assert reps(t.copy(), "a")[0] == point and calls == []  # keyed by contents: another table, the same column
     reps(t, "b")
     assert len(calls) == 1  # a new column is computed
 

@@ -79,7 +79,10 @@ def test_auroc_measurement_drops_thin_models_and_reports_evidence():
     assert m.value == pytest.approx(auroc.auroc(tables["big"]["incorrect"], tables["big"]["combined"]))
     assert set(m.details["differences"]) == set(scores.names(claim=True)) - {"combined"}
     assert m.details["differences"]["p_true"][1] < 0 < m.details["differences"]["epistemic"][1]
-    assert claims.assess(m).gate_passed
+    parts = headline.part_measurements("C6", tables, {"seed": 0}, n_boot=300, seed=0)
+    assert set(parts) == {"C6a", "C6b", "C6c"} and parts["C6b"].value == pytest.approx(m.value)
+    assert parts["C6c"].details["closest"] in ("p_true", *headline.ENTROPY_BASELINES)
+    assert claims.assess(m, parts).gate_passed
     # C7 compares P(True) with every other method
     m7 = headline.auroc_measurement("C7", tables, {}, n_boot=300, seed=0)
     assert "p_true" not in m7.details["differences"] and "combined" in m7.details["differences"]

@@ -18,15 +18,17 @@ def _table(n: int = 8) -> pd.DataFrame:
                       "rouge_tie": [False, True, False, False, True, False, False, False][:n],
                       "correct_rouge_best": [True] * n, "correct_rouge_any": [True] * n,
                       "correct_embed": [False] * n})
-    for c in ("epistemic", "aleatoric", "combined", "epistemic_norm", "aleatoric_norm", "combined_norm", "p_true"):
-        t[c] = rng.standard_normal(n)
+    for c in ("epistemic", "combined", "epistemic_norm", "combined_norm", "p_true", "grad_log_p_norm"):
+        t[c] = rng.standard_normal(n)  # log10 scale
+    for c in ("aleatoric", "aleatoric_norm"):
+        t[c] = rng.uniform(0.0, 0.25, n)  # p(1 - p)
     return t
 
 
 def test_the_grid_covers_every_grader_p_and_combination_primary_first() -> None:
     g = grid("truthfulqa")
-    assert g[0] == PRIMARY["truthfulqa"] and len(g) == 6 * 2 * 2 and len(set(g)) == len(g)
-    assert len(grid("triviaqa")) == 3 * 2 * 2 and grid("triviaqa")[0] == Reading("no_echo")
+    assert g[0] == PRIMARY["truthfulqa"] and len(g) == 6 * 3 * 2 and len(set(g)) == len(g)
+    assert len(grid("triviaqa")) == 3 * 3 * 2 and grid("triviaqa")[0] == Reading("no_echo")
     with pytest.raises(ValueError, match="unknown truthfulqa grader"):
         grid("truthfulqa", graders=["magic"])
 
@@ -45,6 +47,9 @@ def test_p_and_combined_readings_take_their_columns() -> None:
     t = _table()
     norm = reading_table(t, "truthfulqa", Reading("rouge", "normalized", "sum"))
     assert np.allclose(norm["epistemic"], t["epistemic_norm"]) and np.allclose(norm["combined"], t["combined_norm"])
+    loss = reading_table(t, "truthfulqa", Reading("rouge", "loss", "sum"))
+    assert np.allclose(loss["epistemic"], t["grad_log_p_norm"]) and np.allclose(loss["aleatoric"], t["aleatoric_norm"])
+    assert np.allclose(loss["combined"], np.log10(10.0 ** t["grad_log_p_norm"] + t["aleatoric_norm"]))
     ranks = reading_table(t, "truthfulqa", Reading("rouge", "sequence", "rank_mean"))
     assert np.allclose(ranks["combined"], (t["epistemic"].rank() / 8 + t["aleatoric"].rank() / 8) / 2)
     assert np.allclose(ranks["p_true"], t["p_true"])  # the other scores are untouched
@@ -58,4 +63,7 @@ def test_robustness_says_robust_or_names_the_readings_that_flip() -> None:
     assert same["robust"] and same["text"] == "robust: not reproduced under all 2 readings"
     flip = claims.robustness({"a": "not reproduced", "b": "partly reproduced", "c": "not reproduced"}, "a")
     assert not flip["robust"] and flip["flips"] == {"b": "partly reproduced"}
-    assert "depends on the reading" in flip["text"] and "b → partly reproduced" in flip["text"]
+    assert flip["text"].startswith("depends on the reading: not reproduced under the primary reading and 1 other,")
+    keys = {f"grader={g}, p={p}": "no" if g == "x" else "yes" for g in ("x", "y", "z") for p in ("s", "n")}
+    text = claims.robustness(keys, "grader=x, p=s")["text"]
+    assert "yes under 4 (grader ∈ {y, z})" in text  # p varies freely among them: not named

@@ -179,7 +179,7 @@ def test_score_table_has_exactly_the_registered_scores():
     items = {"x": QAItem("x", "Capital of France?", ("Paris",), (), "triviaqa")}
     t = study.score_table([rec], items, group_norms={"x": group_sq})
     labels = {"id", "dataset", "question", "answer", "n_tokens", "stop_reason", "p", "log_p", "correct_contains",
-              "correct_em", "correct", "incorrect"}
+              "correct_em", "correct_no_echo", "correct", "incorrect"}
     assert set(t.columns) - labels == set(scores.names())
     assert [c for c in t.columns if c in scores.SCORES] == scores.names()  # table order = registry order
     for name in scores.names():

@@ -1,0 +1,73 @@
+"""The audit of the graders: post-stratified precision and recall, weighted AUROC."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gnuq_core.qa import audit
+
+
+def _labels() -> pd.DataFrame:
+    # 10 audited per stratum; the grader's "correct" stratum holds 100 answers, its "incorrect" 900
+    rows = []
+    for k in range(10):
+        rows.append({"model": "m", "dataset": "triviaqa", "id": f"c{k}", "label": "correct" if k < 8 else "incorrect",
+                     "stratum": "graded correct", "stratum_size": 100})
+        rows.append({"model": "m", "dataset": "triviaqa", "id": f"i{k}", "label": "correct" if k < 1 else "incorrect",
+                     "stratum": "graded incorrect", "stratum_size": 900})
+    rows.append({"model": "m", "dataset": "triviaqa", "id": "u", "label": "unclear", "stratum": "graded incorrect",
+                 "stratum_size": 900})
+    return pd.DataFrame(rows)
+
+
+def test_precision_and_recall_are_weighted_back_to_the_population() -> None:
+    labels = _labels()
+    primary = {("m", i): i.startswith("c") for i in labels["id"]}
+    q = audit.grader_quality(labels, {"primary": primary}, n_boot=200)
+    (row,) = q.to_dict("records")
+    assert row["precision"] == pytest.approx(0.8)  # 8 of the 10 it calls correct
+    # truly correct: 100·0.8 in its "correct" stratum, 900·0.1 in the other → recall 80 / 170
+    assert row["recall"] == pytest.approx(80 / 170)
+    assert row["true_accuracy"] == pytest.approx(170 / 1000) and row["accuracy"] == pytest.approx(0.1)
+    assert row["unclear"] == 1 and row["audited"] == 21 and row["precision_lo"] <= 0.8 <= row["precision_hi"]
+    perfect = {("m", i): labels.set_index("id").loc[i, "label"] == "correct" for i in labels["id"]}
+    assert audit.grader_quality(labels, {"hand": perfect}, n_boot=50)["precision"].iloc[0] == 1.0
+
+
+def test_a_grader_that_leaves_answers_out_is_judged_on_the_rest() -> None:
+    labels = _labels()
+    some = {("m", i): True for i in labels["id"] if i.startswith("c")}
+    (row,) = audit.grader_quality(labels, {"ties dropped": some}, n_boot=50).to_dict("records")
+    assert row["judged"] == 10 and row["precision"] == pytest.approx(0.8)
+
+
+def test_weighted_auroc() -> None:
+    y, s = [1, 1, 0, 0], [0.9, 0.2, 0.5, 0.1]
+    assert audit.weighted_auroc(y, s, [1, 1, 1, 1]) == pytest.approx(0.75)
+    assert audit.weighted_auroc(y, s, [1, 0.001, 1, 1]) == pytest.approx(1.0, abs=1e-3)  # the miss barely counts
+    assert np.isnan(audit.weighted_auroc([1, 1], [0.1, 0.2], [1, 1]))
+
+
+def test_audited_aurocs_and_a_damaged_file(tmp_path) -> None:
+    labels = _labels()
+    table = pd.DataFrame({"id": labels["id"], "x": np.linspace(0, 1, len(labels))})
+    out = audit.audited_aurocs(labels, {("m", "triviaqa"): table}, ["x"], n_boot=50)
+    assert len(out) == 1 and 0 <= out["auroc"].iloc[0] <= 1 and out["n"].iloc[0] == 20
+    bad = tmp_path / "labels.jsonl"
+    bad.write_text(json.dumps({"model": "m"}) + "\n")
+    with pytest.raises(ValueError, match="line 1: needs model, dataset, id, label"):
+        audit.load_labels(bad)
+    bad.write_text("{not json\n")
+    with pytest.raises(ValueError, match="line 1: not valid JSON"):
+        audit.load_labels(bad)
+
+
+def test_the_committed_audit_set() -> None:
+    labels = audit.load_labels()
+    assert len(labels) >= 400 and labels.groupby(["model", "dataset"]).size().min() >= 100
+    assert set(labels["label"]) <= set(audit.LABELS)
+    assert not any(c in labels.columns for c in ("question", "answer", "reference"))  # ids and labels only
