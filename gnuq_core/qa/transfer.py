@@ -53,13 +53,18 @@ def fit_threshold(score: Sequence[float], incorrect: Sequence[float]) -> float:
     median score is returned.
     """
     s, y = _arrays(score, incorrect)
-    u = np.unique(s)
-    cands = np.concatenate([[u[0] - 1.0], (u[:-1] + u[1:]) / 2, [u[-1] + 1.0]])
     if y.all() or (~y).all():
         return float(np.median(s))
-    flags = s[None, :] > cands[:, None]
-    tpr = (flags & y).sum(1) / y.sum()
-    tnr = (~flags & ~y).sum(1) / (~y).sum()
+    u, where = np.unique(s, return_inverse=True)
+    cands = np.concatenate([[u[0] - 1.0], (u[:-1] + u[1:]) / 2, [u[-1] + 1.0]])
+    # candidate k flags the answers scoring u[k] or more (the last one flags none): counts
+    # from the top by a reversed cumulative sum, O(n log n) instead of an n × n table
+    wrong_at = np.bincount(where, weights=y, minlength=u.size)
+    right_at = np.bincount(where, weights=~y, minlength=u.size)
+    wrong_flagged = np.concatenate([np.cumsum(wrong_at[::-1])[::-1], [0.0]])
+    right_flagged = np.concatenate([np.cumsum(right_at[::-1])[::-1], [0.0]])
+    tpr = wrong_flagged / y.sum()
+    tnr = ((~y).sum() - right_flagged) / (~y).sum()
     ba = 0.5 * (tpr + tnr)
     best = np.flatnonzero(np.isclose(ba, ba.max()))
     return float(cands[best[len(best) // 2]])

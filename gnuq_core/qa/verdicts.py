@@ -20,7 +20,7 @@ from typing import Any
 from gnuq_core.qa import grading, headline
 from gnuq_core.qa import transfer as _transfer
 from gnuq_core.qa.auroc import AurocReplicates
-from gnuq_core.qa.readings import GRADERS, PRIMARY, Reading, grid, label_column, reading_table
+from gnuq_core.qa.readings import GRADERS, P_READINGS, PRIMARY, Reading, grid, label_column, reading_table
 from gnuq_core.repro import claims
 
 __all__ = ["CLAIM_DATASET", "compound_readings", "transfer_results", "transfer_readings", "grader_agreement",
@@ -71,14 +71,15 @@ def transfer_results(tables: Mapping[tuple[str, str], Any], models: Sequence[str
 def transfer_readings(tables: Mapping[tuple[str, str], Any], models: Sequence[str], settings: Mapping[str, Any], *,
                       n_boot: int, seed: int) -> tuple[dict[str, dict[str, claims.Measurement]], str]:
     """C9 under the primary reading, each other grader of each dataset (the other dataset at
-    its primary), and the length-normalised p: ``({reading: {"C9": Measurement}}, primary key)``.
+    its primary), and each other p (`readings.P_READINGS`): ``({reading: {"C9": Measurement}},
+    primary key)``.
 
     C9 is about the raw score ``log10 ‖∇p‖²``, so the combination does not enter it."""
     def key(graders: Mapping[str, str], p: str) -> str:
         return f"p={p}, " + ", ".join(f"{d} grader={g}" for d, g in sorted(graders.items()))
 
     primary_graders = {d: PRIMARY[d].grader for d in {d for _, d in tables}}
-    variants = [(primary_graders, "sequence"), (primary_graders, "normalized")]
+    variants = [(primary_graders, p) for p in P_READINGS]
     for d in sorted(primary_graders):
         variants += [({**primary_graders, d: g}, "sequence") for g in GRADERS[d] if g != primary_graders[d]]
     out = {}

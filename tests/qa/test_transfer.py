@@ -61,3 +61,23 @@ def test_paired_difference_from_within_model_detects_a_shifted_scale():
     assert hi < 0 and d == pytest.approx(shifted.transferred_ba - shifted.within_ba)
     flags = transfer_module.cross_validated_flags(s2, y2, seed=0)
     assert shifted.within_ba == pytest.approx(transfer_module.balanced_accuracy(y2, flags))
+
+
+def _brute_force_threshold(s: np.ndarray, y: np.ndarray) -> float:
+    """The definition, candidate by candidate: an n × n table of flags."""
+    u = np.unique(s)
+    cands = np.concatenate([[u[0] - 1.0], (u[:-1] + u[1:]) / 2, [u[-1] + 1.0]])
+    flags = s[None, :] > cands[:, None]
+    ba = 0.5 * ((flags & y).sum(1) / y.sum() + (~flags & ~y).sum(1) / (~y).sum())
+    best = np.flatnonzero(np.isclose(ba, ba.max()))
+    return float(cands[best[len(best) // 2]])
+
+
+def test_fit_threshold_equals_the_candidate_by_candidate_definition_with_ties() -> None:
+    rng = np.random.default_rng(3)
+    for n in (3, 17, 200, 1000):
+        for decimals in (0, 1, 3):
+            s = np.round(rng.standard_normal(n), decimals)  # few distinct values: many ties
+            y = rng.random(n) < 0.3
+            y[:2] = [True, False]
+            assert fit_threshold(s, y) == _brute_force_threshold(s, y)
