@@ -25,23 +25,12 @@ import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
+
+from gnuq_core.options import (SIGINT_EXIT, OneLineParser, UsageError, flag, group_list, groups_value, one_group,
+                               output_path)
 
 __all__ = ["main", "OneLineParser", "UsageError"]
-
-SIGINT_EXIT = 130  # 128 + SIGINT, what shells report for a command stopped by Ctrl-C
-
-
-class UsageError(ValueError):
-    """A command-line value that cannot be used (reported as one ``error:`` line, exit 2)."""
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """An ArgumentParser whose usage errors are one line on stderr (exit status 2)."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
-
 
 # Library advice rewritten in the command line's words (the library speaks in arguments).
 _CLI_WORDS = (
@@ -59,6 +48,11 @@ def _cli_message(err: BaseException) -> str:
     for library, cli in _CLI_WORDS:
         text = text.replace(library, cli)
     return " ".join(text.split())
+
+
+def _prompt_file(text: str) -> str:
+    """``--prompt-file``: ``-`` for standard input, else a path with ``~`` expanded."""
+    return text if text == "-" else str(output_path(text))
 
 
 def _read_prompt(args: argparse.Namespace) -> str:
@@ -82,18 +76,12 @@ def _read_prompt(args: argparse.Namespace) -> str:
 
 
 def _check_common(args: argparse.Namespace) -> None:
-    """Checks of the model options that need no model: --model, --device, --dtype, --max-new-tokens, --groups."""
-    from gnuq_core.lm.anatomy import PRESET_GROUPS
+    """Checks of the model options that need no model: --model, --device, --dtype (the numbers
+    and --groups are checked as they are parsed: `gnuq_core.options`)."""
     from gnuq_core.lm.models import check_device, check_dtype, resolve_source
 
     resolve_source(args.model)  # classifies the name (file not found, unknown alias) without loading anything
     check_dtype(args.dtype)
-    if args.max_new_tokens < 1:
-        raise UsageError(f"--max-new-tokens must be ≥ 1 (got {args.max_new_tokens})")
-    unknown = [g for g in args.groups.split(",") if g not in PRESET_GROUPS]
-    if unknown:
-        raise UsageError(f"--groups {args.groups}: unknown group {unknown[0]!r}; use one of {', '.join(PRESET_GROUPS)} "
-                         "(comma-separated for several)")
     if args.device_map is None:
         check_device(args.device)
 
@@ -103,14 +91,6 @@ def _check_qa(args: argparse.Namespace) -> None:
     from gnuq_core.repro.records import check_output_path
 
     _check_common(args)
-    for flag, value, low in (("--limit", args.limit, 0), ("--samples", args.samples, 0),
-                             ("--threads", getattr(args, "threads", None), 1)):
-        if value is not None and value < low:
-            raise UsageError(f"{flag} must be ≥ {low} (got {value})")
-    if args.samples > 0 and not args.temperature > 0:
-        raise UsageError(f"--temperature must be > 0 (got {args.temperature})")
-    if not 0 <= args.threshold <= 1:
-        raise UsageError(f"--threshold must be between 0 and 1 (got {args.threshold})")
     check_output_path(args.out)
 
 
@@ -130,7 +110,7 @@ def _records_kept(args: argparse.Namespace) -> str:
     return f"{n} record{'s' if n != 1 else ''} kept in {out}"
 
 
-def _common(p: argparse.ArgumentParser) -> None:
+def _common(p: argparse.ArgumentParser, several_groups: bool) -> None:
     p.add_argument("--model", required=True, help="alias (see `gnuq models`), .gguf file, model folder or hub id")
     p.add_argument("--device", default="cpu")
     p.add_argument("--dtype", default="float32", help="float32 (default), float64, bfloat16, float16")
@@ -138,10 +118,15 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trust-remote-code", action="store_true", help="allow custom model code from the hub")
     p.add_argument("--style", default="auto", choices=["auto", "chat", "fewshot"],
                    help="prompt format (auto: chat if the tokenizer has a chat template)")
-    p.add_argument("--max-new-tokens", type=int, default=32)
-    p.add_argument("--groups", default="all",
-                   help="parameters for the epistemic term: all, no_embeddings, last_block, lm_head, embeddings; "
-                        "comma-separated for several (implies per-group norms)")
+    p.add_argument("--max-new-tokens", type=flag("max_new_tokens"), default=32)
+    if several_groups:
+        p.add_argument("--groups", default="all", type=group_list,
+                       help="parameters for the epistemic term: all, no_embeddings, last_block, lm_head, embeddings; "
+                            "comma-separated for several (implies per-group norms)")
+    else:
+        p.add_argument("--groups", default="all", type=one_group,
+                       help="parameters for the epistemic term: all, no_embeddings, last_block, lm_head, embeddings "
+                            "(one; with all, each record keeps every block's norm)")
 
 
 def _load(args: argparse.Namespace) -> Any:
@@ -189,7 +174,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
     _check_common(args)
     lm = _load(args)
     style = lm.prompt_style if args.style == "auto" else args.style
-    groups = args.groups.split(",") if "," in args.groups else (None if args.groups == "all" else args.groups)
+    groups = groups_value(args.groups)
     res = score(lm.model, lm.tokenizer, prompt, args.answer, style=style, max_new_tokens=args.max_new_tokens,
                 groups=groups, per_group=isinstance(groups, list), prediction=args.prediction)
     u = res.uncertainty
@@ -257,9 +242,9 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("models", help="list model aliases").set_defaults(func=_cmd_models)
     s = sub.add_parser("score", help="answer a prompt and print its uncertainty")
-    _common(s)
+    _common(s, several_groups=True)
     s.add_argument("prompt", nargs="?", default=None, help="the question (or use --prompt-file)")
-    s.add_argument("--prompt-file", default=None, metavar="PATH",
+    s.add_argument("--prompt-file", default=None, metavar="PATH", type=_prompt_file,
                    help="read the prompt from a UTF-8 file (- for standard input), e.g. for very long prompts")
     s.add_argument("--answer", default=None, help="score this answer instead of generating one")
     s.add_argument("--prediction", default="sequence", choices=["sequence", "normalized"],
@@ -269,19 +254,20 @@ def _parser() -> argparse.ArgumentParser:
     s.set_defaults(func=_cmd_score)
     q = sub.add_parser("qa", help="run a benchmark slice into a resumable JSONL file (shardable: "
                                   "torchrun --nproc-per-node N -m gnuq_core.cli qa ...)")
-    _common(q)
+    _common(q, several_groups=False)
     q.add_argument("--dataset", required=True, choices=["truthfulqa", "triviaqa"])
-    q.add_argument("--limit", type=int, default=None, help="first N questions (≥ 0; 0 checks the options only)")
-    q.add_argument("--out", required=True)
-    q.add_argument("--data-dir", default=None, help="folder with the dataset files (else GNUQ_DATA_DIR, ../shared/data)")
-    q.add_argument("--samples", type=int, default=5, help="samples for the entropy baselines (0: skip)")
-    q.add_argument("--temperature", type=float, default=1.0)
+    q.add_argument("--limit", type=flag("limit"), default=None, help="first N questions (≥ 0; 0 checks the options only)")
+    q.add_argument("--out", required=True, type=output_path)
+    q.add_argument("--data-dir", default=None, type=output_path,
+                   help="folder with the dataset files (else GNUQ_DATA_DIR, ../shared/data)")
+    q.add_argument("--samples", type=flag("n_samples"), default=5, help="samples for the entropy baselines (0: skip)")
+    q.add_argument("--temperature", type=flag("temperature"), default=1.0)
     q.add_argument("--clusterer", default="embedding", choices=["embedding", "exact"])
-    q.add_argument("--threshold", type=float, default=0.85)
+    q.add_argument("--threshold", type=flag("threshold"), default=0.85)
     q.add_argument("--no-p-true", action="store_true")
-    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--seed", type=flag("seed"), default=0)
     q.add_argument("--no-progress", action="store_true")
-    q.add_argument("--threads", type=int, default=None,
+    q.add_argument("--threads", type=flag("threads"), default=None,
                    help="torch threads per process (default: 1 under torchrun with several ranks, else torch's)")
     q.set_defaults(func=_cmd_qa)
     return parser
@@ -293,11 +279,18 @@ def main(argv: list[str] | None = None) -> int:
     from gnuq_core.lm.models import ModelNotFound
     from gnuq_core.lm.prompts import PromptError
     from gnuq_core.repro.records import ConfigMismatch
+    from gnuq_core.repro.shards import PEER_LOST_EXIT, PeerLost
 
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    args = _parser().parse_args(argv)
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as stop:  # a usage error (one line printed, status 2) or --help (0)
+        return int(stop.code or 0)
     try:
         return args.func(args)
+    except PeerLost as err:
+        print(f"error: {err}", file=sys.stderr)
+        return PEER_LOST_EXIT
     except KeyboardInterrupt:
         kept = _records_kept(args)
         print(f"interrupted: {kept}; rerun the same command to resume" if kept else "interrupted", file=sys.stderr)

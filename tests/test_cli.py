@@ -93,7 +93,7 @@ def test_limit_negative_is_refused_and_zero_loads_no_model(folders, tmp_path, ca
     _no_model(monkeypatch)
     args = _qa_args(folders / "chat", _data(tmp_path, ["Q?"]), tmp_path / "run.jsonl")
     assert main(args + ["--limit", "-1"]) == 2
-    assert capsys.readouterr().err.strip() == "error: --limit must be ≥ 0 (got -1)"
+    assert capsys.readouterr().err.strip() == "error: argument --limit: must be ≥ 0 (got -1) (see gnuq qa --help)"
     assert main(args + ["--limit", "0"]) == 0
     assert "--limit 0 selects no questions" in capsys.readouterr().out
     assert not (tmp_path / "run.jsonl").exists()
@@ -151,7 +151,7 @@ def test_messages_speak_in_cli_flags(folders, capsys, monkeypatch):
     assert "leave out --answer" in err and "answer=None" not in err
     assert main(["score", "--model", str(folders / "chat"), "Q?", "--groups", "lm_head,nope"]) == 2
     err = capsys.readouterr().err
-    assert "--groups lm_head,nope: unknown group 'nope'" in err and "mapping" not in err
+    assert "argument --groups: unknown group 'nope'" in err and "mapping" not in err
 
 
 def test_a_question_too_long_stops_the_run_naming_it_and_keeps_the_rest(folders, tmp_path, capsys):

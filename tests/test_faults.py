@@ -50,6 +50,20 @@ def place(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
                                    + json.dumps({"type": "record", "id": "tqa_0", "x": 1}) + "\n")
     (out / "notes.txt").write_text("not a result file\n")
     (out / "afile").write_text("a file, not a folder\n")
+    (out / "nullconfig.jsonl").write_text(json.dumps({"type": "header", "config": None}) + "\n")
+    (out / "noid.jsonl").write_text(json.dumps({"type": "header", "config": {"model": "x"}}) + "\n"
+                                    + json.dumps({"type": "record", "x": 1}) + "\n")
+    (root / "dupdata" / "triviaqa").mkdir(parents=True)
+    (root / "dupdata" / "triviaqa" / "validation.jsonl").write_text("".join(json.dumps(r) + "\n" for r in [rows[0]] * 2))
+    from gnuq_core.qa import study
+
+    params = study.chapter_parameters("full", {"n_triviaqa": 2})
+    store = study.open_store("full", root=root / "badstore")
+    for model in params["models"]:  # a store record without an id, where `study where` looks
+        damaged = study.store_file(study._config(model, params), "triviaqa", store)
+        damaged.parent.mkdir(parents=True, exist_ok=True)
+        damaged.write_text(json.dumps({"type": "header", "config": {"model": model}}) + "\n"
+                           + json.dumps({"type": "record", "x": 1}) + "\n")
     unwritable = UNWRITABLE
     if os.geteuid() != 0:
         (root / "readonly").mkdir()
@@ -59,21 +73,49 @@ def place(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
             "latin1": str(root / "latin1"), "broken": str(root / "broken"), "latin1_prompt": str(root / "latin1.txt"),
             "outputs": str(out), "out": str(out / "new.jsonl"), "run": str(out / "run.jsonl"),
             "notes": str(out / "notes.txt"), "afile": str(out / "afile"), "book": str(out / "book"),
-            "unwritable": unwritable, "root": str(root)}
+            "unwritable": unwritable, "root": str(root), "nullconfig": str(out / "nullconfig.jsonl"),
+            "noid": str(out / "noid.jsonl"), "dupdata": str(root / "dupdata"), "badstore": str(root / "badstore")}
 
 
 QA = "qa --model {chat} --dataset triviaqa --data-dir {data} --samples 0 --no-p-true --no-progress"
 SCORE = "score --model {chat}"
 # (id, program, arguments, what the one stderr line must say, as a regular expression)
 CASES = [
-    ("qa-limit-negative", "gnuq", QA + " --out {out} --limit -1", r"--limit must be ≥ 0 \(got -1\)"),
-    ("qa-limit-not-int", "gnuq", QA + " --out {out} --limit ten", r"argument --limit: invalid int value: 'ten'"),
-    ("qa-samples-negative", "gnuq", QA + " --out {out} --samples -2", r"--samples must be ≥ 0 \(got -2\)"),
-    ("qa-max-new-tokens-zero", "gnuq", QA + " --out {out} --max-new-tokens 0", r"--max-new-tokens must be ≥ 1"),
-    ("qa-temperature-zero", "gnuq", QA + " --out {out} --samples 2 --temperature 0", r"--temperature must be > 0"),
-    ("qa-threshold", "gnuq", QA + " --out {out} --threshold 2", r"--threshold must be between 0 and 1 \(got 2.0\)"),
-    ("qa-threads-zero", "gnuq", QA + " --out {out} --threads 0", r"--threads must be ≥ 1"),
-    ("qa-groups-unknown", "gnuq", QA + " --out {out} --groups heads", r"--groups heads: unknown group 'heads'"),
+    ("qa-limit-negative", "gnuq", QA + " --out {out} --limit -1", r"argument --limit: must be ≥ 0 \(got -1\)"),
+    ("qa-limit-not-int", "gnuq", QA + " --out {out} --limit ten", r"argument --limit: expected a whole number, got 'ten'"),
+    ("qa-samples-negative", "gnuq", QA + " --out {out} --samples -2", r"argument --samples: must be ≥ 0 \(got -2\)"),
+    ("qa-max-new-tokens-zero", "gnuq", QA + " --out {out} --max-new-tokens 0", r"--max-new-tokens: must be ≥ 1"),
+    ("qa-temperature-zero", "gnuq", QA + " --out {out} --samples 2 --temperature 0",
+     r"argument --temperature: must be ≥ 0.0001 \(got 0\)"),
+    ("qa-threshold", "gnuq", QA + " --out {out} --threshold 2", r"argument --threshold: must be ≤ 1 \(got 2\)"),
+    ("qa-threads-zero", "gnuq", QA + " --out {out} --threads 0", r"argument --threads: must be ≥ 1"),
+    ("qa-groups-unknown", "gnuq", QA + " --out {out} --groups heads", r"argument --groups: unknown group 'heads'"),
+    # issue 27: checked as the options are parsed, before data or model are loaded
+    ("qa-groups-several", "gnuq", QA + " --out {out} --groups last_block,lm_head",
+     r"argument --groups: 'last_block,lm_head': give one group here"),
+    ("score-groups-empty-element", "gnuq", SCORE + " Q? --groups last_block,", r"argument --groups: .* names no group"),
+    ("qa-threads-huge", "gnuq", QA + " --out {out} --threads 100000000", r"argument --threads: must be ≤ \d+ \(4 per core"),
+    ("qa-samples-huge", "gnuq", QA + " --out {out} --samples 1000000000", r"argument --samples: must be ≤ 1024"),
+    ("qa-samples-overflow", "gnuq", QA + " --out {out} --samples 99999999999999999999", r"--samples: must be ≤ 1024"),
+    ("qa-temperature-inf", "gnuq", QA + " --out {out} --samples 2 --temperature inf", r"must be a finite number"),
+    ("qa-temperature-tiny", "gnuq", QA + " --out {out} --samples 2 --temperature 1e-45", r"must be ≥ 0.0001 \(got 1e-45\)"),
+    ("qa-seed-negative", "gnuq", QA + " --out {out} --seed -1", r"argument --seed: must be ≥ 0"),
+    ("qa-max-new-tokens-huge", "gnuq", QA + " --out {out} --max-new-tokens 1000000000", r"must be ≤ 8192"),
+    ("qa-out-dev-null", "gnuq", QA + " --out /dev/null", r"/dev/null is a character device, not a regular file"),
+    ("qa-out-null-config", "gnuq", QA + " --out {nullconfig}", r"nullconfig.jsonl, line 1: the header's config is null"),
+    ("qa-out-record-without-id", "gnuq", QA + " --out {noid}", r"noid.jsonl, line 2: a record without an id"),
+    ("qa-data-duplicate-id", "gnuq", QA.replace("{data}", "{dupdata}") + " --out {out}",
+     r"line 2: id 'tqa_0' is already used on line 1"),
+    ("bench-ladder-not-a-pair", "bench", "--tiny --ladder 64", r"argument --ladder: '64': write it as AxB"),
+    ("bench-out-under-a-file", "bench", "--tiny --out {afile}/bench.json", r"afile is a file, not a folder"),
+    ("study-threads-huge", "study", "fill --dataset triviaqa --threads 100000000", r"argument --threads: must be ≤"),
+    ("study-where-damaged-store", "study", "where --dataset triviaqa --store-root {badstore} --set n_triviaqa=2",
+     r"line 2: a record without an id"),
+    ("chapter-value-infinite", "chapters", "run 04 --out {book} --set alpha=1e999",
+     r"^error: 04_mcmc_validation: parameter alpha=inf must be a finite number$"),
+    ("chapter-value-nan-word", "chapters", "run 04 --out {book} --set alpha=nan", r"alpha=nan must be a finite number"),
+    ("chapter-list-infinite", "chapters", "run 02 --out {book} --set deltas=[0.0,1e999]", r"element inf must be a finite"),
+    ("chapter-threads-huge", "chapters", "run 07 --out {book} --set threads=100000", r"threads=100000 must be ≤"),
     ("qa-dtype-unknown", "gnuq", QA + " --out {out} --dtype int8", r"unknown dtype 'int8'"),
     ("qa-device-unknown", "gnuq", QA + " --out {out} --device gpu", r"unknown device 'gpu'"),
     ("qa-device-cuda", "gnuq", QA + " --out {out} --device cuda",
@@ -139,8 +181,11 @@ def _call(program: str, argv: list[str]) -> int:
     from gnuq_core.cli import main as gnuq
     from gnuq_core.repro.chapters import main as chapters
 
+    from gnuq_core.bench.__main__ import main as bench
+    from gnuq_core.qa.study import main as study
+
     try:
-        return (gnuq if program == "gnuq" else chapters)(argv)
+        return {"gnuq": gnuq, "chapters": chapters, "bench": bench, "study": study}[program](argv)
     except SystemExit as stop:  # argparse usage errors
         return int(stop.code)
 
@@ -168,7 +213,7 @@ def test_bad_input(name: str, program: str, arguments: str, says: str, place: di
 # What the user's shell sees: the real entry points as processes, started together.
 SHELL = [
     ("qa-limit-negative", [sys.executable, "-m", "gnuq_core.cli", "qa", "--model", "{chat}", "--dataset", "triviaqa",
-                           "--data-dir", "{data}", "--out", "{out}", "--limit", "-1"], r"--limit must be ≥ 0"),
+                           "--data-dir", "{data}", "--out", "{out}", "--limit", "-1"], r"--limit: must be ≥ 0"),
     ("score-prompt-bytes", [sys.executable, "-m", "gnuq_core.cli", "score", "--model", "{chat}", b"caf\xe9?"],
      r"prompt is not valid UTF-8 text \(byte 0xe9"),
     ("chapter-out-of-range", [sys.executable, "-m", "gnuq_core.repro.chapters", "run", "01", "--out", "{book}",

@@ -17,44 +17,47 @@ from pathlib import Path
 from typing import Any
 
 from gnuq_core.bench.config import BenchConfig
+from gnuq_core.options import MAX_COUNT, SIGINT_EXIT, OneLineParser, Rule, flag, output_path
+from gnuq_core.repro.files import WriteFailed, write_atomic
+from gnuq_core.repro.records import check_output_path
 from gnuq_core.bench.subjects import RANDOM_ARCHS
 
 __all__ = ["main", "config_from_args"]
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m gnuq_core.bench",
+    p = OneLineParser(prog="python -m gnuq_core.bench",
                                 description="Efficiency benchmark: times the QA engine's own passes, records per "
                                             "hour of the whole pipeline, peak memory.")
     d = BenchConfig()
-    p.add_argument("--out", default="bench/results.json", help="results JSON (default bench/results.json)")
+    p.add_argument("--out", default="bench/results.json", type=output_path, help="results JSON (default bench/results.json)")
     p.add_argument("--models", nargs="+", default=d.models,
                    help="model specs: aliases/paths, tiny-llama, random:<arch> (" + ", ".join(RANDOM_ARCHS) + ")")
     p.add_argument("--datasets", nargs="+", default=d.datasets)
-    p.add_argument("--data-dir", default=None)
-    p.add_argument("--questions", type=int, default=d.n_questions, help="questions per dataset")
-    p.add_argument("--repeats", type=int, default=d.repeats)
-    p.add_argument("--samples", type=int, default=d.n_samples, help="N of the timed sampling pass")
-    p.add_argument("--max-new-tokens", type=int, default=d.max_new_tokens)
+    p.add_argument("--data-dir", default=None, type=output_path)
+    p.add_argument("--questions", type=flag("count"), default=d.n_questions, help="questions per dataset")
+    p.add_argument("--repeats", type=flag("count"), default=d.repeats)
+    p.add_argument("--samples", type=flag("n_samples"), default=d.n_samples, help="N of the timed sampling pass")
+    p.add_argument("--max-new-tokens", type=flag("max_new_tokens"), default=d.max_new_tokens)
     p.add_argument("--clusterer", default=d.clusterer, choices=["embedding", "exact"])
-    p.add_argument("--answer-lengths", type=int, nargs="*", default=d.answer_lengths)
-    p.add_argument("--prompt-lengths", type=int, nargs="*", default=d.prompt_lengths)
-    p.add_argument("--sweep-repeats", type=int, default=d.sweep_repeats)
-    p.add_argument("--ladder", nargs="*", default=[f"{h}x{n}" for h, n in d.ladder], help="HIDDENxLAYERS ...")
+    p.add_argument("--answer-lengths", type=flag("max_new_tokens"), nargs="*", default=d.answer_lengths)
+    p.add_argument("--prompt-lengths", type=flag("max_new_tokens"), nargs="*", default=d.prompt_lengths)
+    p.add_argument("--sweep-repeats", type=flag("count"), default=d.sweep_repeats)
+    p.add_argument("--ladder", nargs="*", type=_pair, default=[[h, n] for h, n in d.ladder], help="HIDDENxLAYERS ...")
     p.add_argument("--no-memory", action="store_true")
     p.add_argument("--no-profile", action="store_true")
     p.add_argument("--no-throughput", action="store_true", help="skip the records/hour runs")
-    p.add_argument("--throughput-questions", type=int, default=0,
+    p.add_argument("--throughput-questions", type=flag("nonnegative_count"), default=0,
                    help="questions per dataset for records/hour (default 0: as --questions)")
-    p.add_argument("--layouts", nargs="+", default=[f"{a}x{b}" for a, b in d.layouts],
+    p.add_argument("--layouts", nargs="+", type=_pair, default=[[a, b] for a, b in d.layouts],
                    help="records/hour layouts PROCESSESxTHREADS (default 1x2 2x1)")
-    p.add_argument("--qa-samples", type=int, default=d.qa_n_samples, help="N of the records/hour runs (default 10)")
-    p.add_argument("--qa-max-new-tokens", type=int, default=d.qa_max_new_tokens)
+    p.add_argument("--qa-samples", type=flag("n_samples"), default=d.qa_n_samples, help="N of the records/hour runs (default 10)")
+    p.add_argument("--qa-max-new-tokens", type=flag("max_new_tokens"), default=d.qa_max_new_tokens)
     p.add_argument("--skip", nargs="*", default=[], help="timed passes to leave out, e.g. reference")
     p.add_argument("--device", default=d.device)
     p.add_argument("--dtype", default=d.dtype)
-    p.add_argument("--threads", type=int, default=None, help="torch threads of the pass timings")
-    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--threads", type=flag("threads"), default=None, help="torch threads of the pass timings")
+    p.add_argument("--seed", type=flag("seed"), default=d.seed)
     p.add_argument("--quick", action="store_true",
                    help="small run: 1 question per dataset, 1 repeat, short sweeps, no ladder, no memory")
     p.add_argument("--tiny", action="store_true",
@@ -65,12 +68,16 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _pair(text: str, what: str) -> list[int]:
+def _pair(text: str) -> list[int]:
+    """``AxB`` (``--ladder 64x2``, ``--layouts 2x1``): two whole numbers ≥ 1."""
+    parts = text.lower().split("x")
+    if len(parts) != 2:
+        raise argparse.ArgumentTypeError(f"{text!r}: write it as AxB, e.g. 2x1")
+    count = flag(Rule(minimum=1, maximum=MAX_COUNT, integer=True))
     try:
-        a, b = (int(x) for x in text.lower().split("x"))
-    except ValueError:
-        raise SystemExit(f"{what} {text!r}: write it as AxB, e.g. 2x1") from None
-    return [a, b]
+        return [count(parts[0]), count(parts[1])]
+    except argparse.ArgumentTypeError as err:
+        raise argparse.ArgumentTypeError(f"{text!r}: {err}") from None
 
 
 def config_from_args(args: argparse.Namespace) -> BenchConfig:
@@ -79,10 +86,10 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
                       repeats=args.repeats, n_samples=args.samples, max_new_tokens=args.max_new_tokens,
                       clusterer=args.clusterer, answer_lengths=list(args.answer_lengths),
                       prompt_lengths=list(args.prompt_lengths), sweep_repeats=args.sweep_repeats,
-                      ladder=[_pair(s, "--ladder") for s in args.ladder], memory=not args.no_memory,
+                      ladder=[list(x) for x in args.ladder], memory=not args.no_memory,
                       profile=not args.no_profile, skip=list(args.skip), throughput=not args.no_throughput,
                       throughput_questions=args.throughput_questions,
-                      layouts=[_pair(s, "--layouts") for s in args.layouts], qa_n_samples=args.qa_samples,
+                      layouts=[list(x) for x in args.layouts], qa_n_samples=args.qa_samples,
                       qa_max_new_tokens=args.qa_max_new_tokens, device=args.device, dtype=args.dtype,
                       threads=args.threads, seed=args.seed)
     if args.quick:
@@ -100,9 +107,7 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
 
 
 def _write(out: Path, res: dict[str, Any]) -> None:
-    tmp = out.with_suffix(out.suffix + ".tmp")
-    tmp.write_text(json.dumps(res, indent=1, default=float))
-    os.replace(tmp, out)
+    write_atomic(out, json.dumps(res, indent=1, default=float))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -123,18 +128,28 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from gnuq_core.bench.report import format_table
     from gnuq_core.bench.run import run
+    from gnuq_core.lm.models import ModelNotFound
+    from gnuq_core.qa.data import DataNotFound
 
     try:
         cfg = config_from_args(args)
+        check_output_path(args.out)
     except ValueError as err:  # a bad option: one line, no traceback
-        print(f"python -m gnuq_core.bench: {err}", file=sys.stderr)
+        print(f"error: {err}", file=sys.stderr)
         return 2
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    res = run(cfg, data_dir=args.data_dir, progress=not args.quiet,
-              log=None if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True)),
-              checkpoint=lambda r: _write(out, r))
-    _write(out, res)
+    try:
+        res = run(cfg, data_dir=args.data_dir, progress=not args.quiet,
+                  log=None if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True)),
+                  checkpoint=lambda r: _write(out, r))
+        _write(out, res)
+    except KeyboardInterrupt:
+        kept = f"{out} holds the sections finished so far" if out.exists() else "nothing was written"
+        print(f"interrupted: {kept}; rerun to measure again", file=sys.stderr)
+        return SIGINT_EXIT
+    except (WriteFailed, DataNotFound, ModelNotFound) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     print(format_table(res))
     print(f"wrote {out}")
     return 0

@@ -19,10 +19,8 @@ isotropic one is ``‖g‖²``. The GGN needs no labels, so any text can serve a
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import importlib.util
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -50,17 +48,17 @@ def data_dir() -> Path:
 
 def load_truthfulqa(root: Path | None = None) -> list[tuple[str, int]]:
     """``(question, y)`` per TruthfulQA row, ``y = 1`` for type Adversarial."""
-    path = (root or data_dir()) / "truthfulqa" / "TruthfulQA.csv"
-    with path.open(newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
-    return [(r["Question"].strip(), int(r["Type"] == "Adversarial")) for r in rows]
+    from gnuq_core.qa.data import load_qa
+
+    items = load_qa("truthfulqa", data_dir=root or data_dir())  # the one loader: checked, BOM and CRLF accepted
+    return [(item.question, int(item.extra["type"] == "Adversarial")) for item in items]
 
 
 def load_triviaqa(root: Path | None = None) -> list[str]:
     """TriviaQA question texts, in file order."""
-    path = (root or data_dir()) / "triviaqa" / "validation.jsonl"
-    with path.open(encoding="utf-8") as f:
-        return [json.loads(line)["question"].strip() for line in f if line.strip()]
+    from gnuq_core.qa.data import load_qa
+
+    return [item.question for item in load_qa("triviaqa", data_dir=root or data_dir())]
 
 
 def bucket(text: str, salt: str = "gnuq-02") -> float:

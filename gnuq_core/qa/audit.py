@@ -19,7 +19,6 @@ resamples within the strata:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -41,14 +40,10 @@ def load_labels(path: str | Path | None = None) -> Any:
     path = Path(path) if path is not None else AUDIT_DIR / "labels.jsonl"
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist: the audit labels are committed in audit/ of the repository")
+    from gnuq_core.repro.files import json_lines
+
     rows = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError:
-            raise ValueError(f"{path}, line {n}: not valid JSON; restore the file from git") from None
+    for n, row in json_lines(path, fix="restore the file from git", torn_tail=False):
         missing = {"model", "dataset", "id", "label", "stratum", "stratum_size"} - set(row)
         if missing or row["label"] not in LABELS:
             raise ValueError(f"{path}, line {n}: needs model, dataset, id, label (one of {', '.join(LABELS)}), "

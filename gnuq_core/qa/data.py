@@ -94,21 +94,18 @@ def _split(cell: str) -> tuple[str, ...]:
     return tuple(a.strip() for a in cell.split(";") if a.strip())
 
 
-def _read_text(path: Path, encoding: str = "utf-8") -> str:
-    """The file's text; bytes that are not UTF-8 are an error naming the file, line and byte."""
-    raw = path.read_bytes()
-    try:
-        return raw.decode(encoding)
-    except UnicodeDecodeError as err:
-        line = raw.count(b"\n", 0, err.start) + 1
-        column = err.start - (raw.rfind(b"\n", 0, err.start) + 1) + 1
-        raise ValueError(f"{path}, line {line}: not UTF-8 text (byte 0x{raw[err.start]:02x} at column {column}): "
-                         "re-save the file as UTF-8 or restore it from the source named in the data README") from None
+def _read_text(path: Path) -> str:
+    """The file's text (a byte-order mark and Windows line ends accepted); bytes that are not
+    UTF-8 are an error naming the file, line and byte (`gnuq_core.repro.files.decode_text`)."""
+    from gnuq_core.repro.files import decode_text
+
+    return decode_text(path.read_bytes(), path, "re-save the file as UTF-8 or restore it from the source named in "
+                                                "the data README")
 
 
 def _load_truthfulqa_csv(path: Path) -> list[QAItem]:
     items = []
-    with io.StringIO(_read_text(path, "utf-8-sig"), newline="") as f:
+    with io.StringIO(_read_text(path), newline="") as f:
         reader = csv.reader(f)
         header = next(reader, None)
         if header != TRUTHFULQA_HEADER:
@@ -127,6 +124,7 @@ def _load_truthfulqa_csv(path: Path) -> list[QAItem]:
 
 def _load_triviaqa_jsonl(path: Path) -> list[QAItem]:
     items = []
+    seen: dict[str, int] = {}
     # one decoded text, so a byte that is not UTF-8 is reported with its line
     for n, line in enumerate(_read_text(path).split("\n"), 1):
         if not line.strip():
@@ -140,6 +138,10 @@ def _load_triviaqa_jsonl(path: Path) -> list[QAItem]:
               and all(isinstance(a, str) for a in row["answers"]))
         if not ok:
             raise ValueError(f"{path}, line {n}: expected {{'id': str, 'question': str, 'answers': [str, ...]}}")
+        if row["id"] in seen:
+            raise ValueError(f"{path}, line {n}: id {row['id']!r} is already used on line {seen[row['id']]}: each "
+                             "question needs its own id (remove the duplicate or restore the file from its source)")
+        seen[row["id"]] = n
         items.append(QAItem(row["id"], row["question"].strip(), tuple(row["answers"]), (), "triviaqa"))
     if not items:
         raise ValueError(f"{path} has no rows")

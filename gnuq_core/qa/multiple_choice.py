@@ -55,7 +55,18 @@ def load_mc(data_dir: str | Path | None = None) -> list[MCItem]:
     if path is None or not path.is_file():
         raise DataNotFound("truthfulqa/mc_task.json not found: set GNUQ_DATA_DIR to the folder holding "
                            "truthfulqa/TruthfulQA.csv and truthfulqa/mc_task.json")
-    raw = json.loads(path.read_text(encoding="utf-8"))
+    from gnuq_core.repro.files import DamagedFile, json_type, read_text
+
+    try:
+        raw = json.loads(read_text(path))
+    except DamagedFile:
+        raise
+    except ValueError as err:
+        raise DamagedFile(f"{path}: not valid JSON ({getattr(err, 'msg', err)}, line {getattr(err, 'lineno', '?')}): "
+                          "restore it from the source named in the data README") from None
+    if not isinstance(raw, list):
+        raise DamagedFile(f"{path}: {json_type(raw)}, expected an array of questions: restore it from the source "
+                          "named in the data README")
     items = []
     for i, r in enumerate(raw):
         ok = (isinstance(r, dict) and isinstance(r.get("question"), str) and isinstance(r.get("mc1_targets"), dict)

@@ -431,11 +431,12 @@ def progress_table(rows: Sequence[tuple[str, str, Mapping[str, float]]], ranks: 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m gnuq_core.qa.study fill|merge|where ...`` (see `fill`)."""
-    import argparse
     import os
     import sys
 
-    parser = argparse.ArgumentParser(prog="python -m gnuq_core.qa.study",
+    from gnuq_core.options import SIGINT_EXIT, OneLineParser, flag, output_path
+
+    parser = OneLineParser(prog="python -m gnuq_core.qa.study",
                                      description="Fill chapter 06's QA records outside the notebook (shardable "
                                                  "with torchrun --nproc-per-node N).")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -457,18 +458,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                        help="model alias or path (repeatable; default: the chapter's models)")
         c.add_argument("--set", dest="overrides", action="append", default=[], metavar="NAME=VALUE",
                        help="override one chapter parameter, as the chapter runner's --set")
-        c.add_argument("--data-dir", default=None, help="dataset folder (else GNUQ_DATA_DIR)")
-        c.add_argument("--store-root", type=Path, default=None, help="results store folder (default results/)")
+        c.add_argument("--data-dir", default=None, type=output_path, help="dataset folder (else GNUQ_DATA_DIR)")
+        c.add_argument("--store-root", type=output_path, default=None, help="results store folder (default results/)")
         if name in ("fill", "carry"):
             c.add_argument("--device", default="cpu", help="cpu, or cuda (each rank uses GPU LOCAL_RANK)")
-            c.add_argument("--threads", type=int, default=None,
+            c.add_argument("--threads", type=flag("threads"), default=None,
                            help="torch threads per process (default 1 under torchrun with several ranks)")
-            c.add_argument("--verify", type=int, default=0, help="stored records recomputed and compared (rank 0)")
+            c.add_argument("--verify", type=flag("nonnegative_count"), default=0, help="stored records recomputed and compared (rank 0)")
             c.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
     from gnuq_core.qa.data import DataNotFound
     from gnuq_core.repro.chapters import ChapterError, parse_overrides
     from gnuq_core.repro.records import ConfigMismatch
+    from gnuq_core.store import ResultsDisagree
+    from gnuq_core.repro.shards import PEER_LOST_EXIT, PeerLost
+    from gnuq_core.store.carry import CarryRefused
 
     try:
         overrides = parse_overrides(args.overrides)
@@ -510,9 +514,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.markdown:
             print(progress_table(rows))
         return 0
-    except (ChapterError, ConfigMismatch, DataNotFound, ValueError, AssertionError) as err:
+    except (ChapterError, ConfigMismatch, DataNotFound, ValueError, ResultsDisagree, CarryRefused) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except PeerLost as err:
+        print(f"error: {err}", file=sys.stderr)
+        return PEER_LOST_EXIT
+    except KeyboardInterrupt:
+        print("interrupted: every record written so far is kept; rerun the same command to resume", file=sys.stderr)
+        return SIGINT_EXIT
 
 
 if __name__ == "__main__":

@@ -31,8 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 
+from gnuq_core.options import (MAX_THREADS, OPTIONS, SIGINT_EXIT, OneLineParser, OptionError, Rule, finite_problem,
+                               output_path)
+from gnuq_core.repro.files import DamagedFile, json_type, read_yaml_mapping
 from gnuq_core.repro.paths import REPO_ROOT
 
 NOTEBOOKS = REPO_ROOT / "notebooks"
@@ -69,9 +71,18 @@ def load_profile(name: str) -> dict[str, dict[str, Any]]:
     if not path.exists():
         raise ChapterError(f"unknown profile {name!r}; available profiles: {', '.join(profile_names())} "
                            f"(files in {PROFILES.relative_to(REPO_ROOT)}/)")
-    data = yaml.safe_load(path.read_text()) or {}
+    shown = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
+    fix = f"fix {shown} (see the other profiles beside it)"
+    try:
+        data = read_yaml_mapping(path, what="a profile", fix=fix)
+    except DamagedFile as err:
+        raise ChapterError(str(err)) from None
+    for stem, values in data.items():
+        if not isinstance(values, dict):
+            raise ChapterError(f"{path}: the entry {stem!r} must map parameter names to values, not be "
+                               f"{json_type(values)}: {fix}")
     stems = {p.stem for p in chapters()}
-    unknown = sorted(set(data) - stems)
+    unknown = sorted(str(k) for k in set(data) - stems)
     if unknown:
         raise ChapterError(f"profile {name!r} names chapters that do not exist: {', '.join(unknown)}; "
                            f"known: {', '.join(sorted(stems))}")
@@ -117,46 +128,8 @@ def _same_type(default: Any, value: Any) -> bool:
     return isinstance(value, type(default))
 
 
-@dataclass(frozen=True)
-class Rule:
-    """The values a chapter parameter accepts, beyond its default's type.
-
-    A list parameter is checked element by element (and ``nonempty`` refuses ``[]``).
-    ``minimum``/``maximum`` are inclusive bounds, ``above``/``below`` exclusive ones.
-    """
-
-    minimum: float | None = None
-    maximum: float | None = None
-    above: float | None = None
-    below: float | None = None
-    choices: tuple[Any, ...] = ()
-    nonempty: bool = False
-
-    def problem(self, value: Any) -> str | None:
-        """Why ``value`` is refused (None if it is accepted)."""
-        if isinstance(value, (list, tuple)):
-            if self.nonempty and not value:
-                return "must not be empty"
-            for v in value:
-                why = self.problem(v)
-                if why is not None:
-                    return f"element {v!r} {why}"
-            return None
-        if self.choices and value not in self.choices:
-            return f"must be one of {', '.join(map(repr, self.choices))}"
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            if self.minimum is not None and value < self.minimum:
-                return f"must be ≥ {self.minimum:g}"
-            if self.maximum is not None and value > self.maximum:
-                return f"must be ≤ {self.maximum:g}"
-            if self.above is not None and value <= self.above:
-                return f"must be > {self.above:g}"
-            if self.below is not None and value >= self.below:
-                return f"must be < {self.below:g}"
-        return None
-
-
 _COUNT, _NONNEG, _POSITIVE = Rule(minimum=1), Rule(minimum=0), Rule(above=0)
+_THREADS = Rule(minimum=0, maximum=MAX_THREADS, why_maximum="4 per core; 0: torch's default")
 _SIZES = Rule(minimum=1, nonempty=True)
 _BNN = {"n_seeds": _COUNT, "activation": Rule(choices=("tanh", "relu", "gelu", "erf")), "alpha": _POSITIVE,
         "n_train_cls": Rule(minimum=2), "noise_cls": _NONNEG, "n_train_reg": Rule(minimum=2), "noise_reg": _POSITIVE,
@@ -171,9 +144,10 @@ _SCALING = {"problems": Rule(choices=("two_moons", "gap_regression"), nonempty=T
 # Accepted values per parameter: "*" for every chapter, then per chapter (which wins).
 # A parameter without a rule is only type-checked.
 PARAMETER_RULES: dict[str, dict[str, Rule]] = {
-    "*": {"seed": _NONNEG, "n_boot": _COUNT, "n_seeds": _COUNT, "n_train": Rule(minimum=2), "train_steps": _COUNT,
-          "weight_decay": _NONNEG, "n_grid": Rule(minimum=2), "widths": _SIZES, "max_new_tokens": _COUNT,
-          "n_samples": _COUNT, "models": Rule(nonempty=True)},
+    "*": {"seed": OPTIONS["seed"], "n_boot": _COUNT, "n_seeds": _COUNT, "n_train": Rule(minimum=2),
+          "train_steps": _COUNT, "weight_decay": _NONNEG, "n_grid": Rule(minimum=2), "widths": _SIZES,
+          "max_new_tokens": OPTIONS["max_new_tokens"], "n_samples": Rule(minimum=1, maximum=OPTIONS["n_samples"].maximum),
+          "models": Rule(nonempty=True)},
     "01_derivation": {"n_mc": _COUNT, "n_sigmas": _COUNT, "width": _COUNT},
     "02_proxy_bias": {"deltas": Rule(nonempty=True), "hidden_width": _COUNT, "k_top": _COUNT,
                       "text_n_truthfulqa": Rule(minimum=2), "text_seeds": _COUNT, "text_hidden": _COUNT,
@@ -185,10 +159,10 @@ PARAMETER_RULES: dict[str, dict[str, Rule]] = {
     "04_mcmc_validation": {**_BNN, **_VALIDATION},
     "05_scaling": {**_BNN, **_SCALING},
     "06_qa_benchmarks": {"n_truthfulqa": _NONNEG, "n_triviaqa": _NONNEG, "n_mc": _NONNEG,
-                         "n_cost": _COUNT, "n_layer_questions": _NONNEG, "torch_threads": _NONNEG},
+                         "n_cost": _COUNT, "n_layer_questions": _NONNEG, "torch_threads": _THREADS},
     "07_efficiency": {"n_questions": _COUNT, "repeats": _COUNT, "clusterer": Rule(choices=("embedding", "exact")),
                       "answer_lengths": _SIZES, "prompt_lengths": _SIZES, "sweep_repeats": _COUNT,
-                      "memory_repeats": _COUNT, "threads": _NONNEG},
+                      "memory_repeats": _COUNT, "threads": _THREADS},
 }
 
 
@@ -201,7 +175,7 @@ def check_values(chapter: str, params: dict[str, Any]) -> None:
     """Raise `ChapterError` (one line) for the first parameter whose value its `Rule` refuses."""
     for name, value in params.items():
         rule = parameter_rule(chapter, name)
-        why = rule.problem(value) if rule is not None else None
+        why = rule.problem(value) if rule is not None else finite_problem(value)  # every number finite
         if why is not None:
             raise ChapterError(f"{chapter}: parameter {name}={value!r} {why}")
 
@@ -278,6 +252,9 @@ def run_chapter(selector: str, profile: str = "quick", out_dir: Path | None = No
     return target
 
 
+NONFINITE_WORDS = ("inf", "+inf", "-inf", "infinity", "-infinity", "nan")
+
+
 def parse_overrides(pairs: list[str]) -> dict[str, Any]:
     """``["n=3", "models=['a']"]`` -> ``{"n": 3, "models": ["a"]}`` (values are Python literals;
     a bare word is taken as a string)."""
@@ -286,23 +263,24 @@ def parse_overrides(pairs: list[str]) -> dict[str, Any]:
         name, sep, text = pair.partition("=")
         if not sep or not name.strip():
             raise ChapterError(f"--set {pair!r}: expected NAME=VALUE, e.g. --set n_truthfulqa=100")
+        if text.strip().lower() in NONFINITE_WORDS:
+            out[name.strip()] = float(text)  # a number, refused by the range checks with the reason
+            continue
         try:
             out[name.strip()] = ast.literal_eval(text)
-        except (ValueError, SyntaxError):
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
             out[name.strip()] = text
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point (see module docstring)."""
-    from gnuq_core.cli import OneLineParser
-
     parser = OneLineParser(prog="python -m gnuq_core.repro.chapters", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="execute chapters with a profile")
     run.add_argument("chapters", nargs="*", help="chapter numbers or stems (default: all)")
     run.add_argument("--profile", default="quick")
-    run.add_argument("--out", type=Path, default=None, help="output folder (default book/_generated)")
+    run.add_argument("--out", type=output_path, default=None, help="output folder (default book/_generated)")
     run.add_argument("--set", dest="overrides", action="append", default=[], metavar="NAME=VALUE",
                      help="override one parameter of the profile (a Python literal; repeatable), "
                           "e.g. --set n_truthfulqa=100")
@@ -316,9 +294,13 @@ def main(argv: list[str] | None = None) -> int:
         extra = parse_overrides(args.overrides)
         for selector in args.chapters or [p.stem for p in chapters()]:
             run_chapter(selector, args.profile, args.out, extra=extra)
-    except ChapterError as err:
+    except (ChapterError, DamagedFile, OptionError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("interrupted: the chapter being executed is left incomplete in the output folder; rerun the same "
+              "command to execute it", file=sys.stderr)
+        return SIGINT_EXIT
     return 0
 
 

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from gnuq_core.repro.files import read_text, write_atomic
 from gnuq_core.repro.paths import chapter_name, generated_dir
 
 REPRODUCED = "reproduced"
@@ -512,9 +513,9 @@ def record(m: Measurement, parts: dict[str, Measurement] | None = None,
         entry["robustness"] = robustness(verdicts, primary)
     path = generated_dir() / f"{chapter}.claims.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    entries = json.loads(path.read_text()) if path.exists() else {}
+    entries = json.loads(read_text(path)) if path.exists() else {}
     entries[m.claim] = entry
-    path.write_text(json.dumps(entries, indent=2, default=float))
+    write_atomic(path, json.dumps(entries, indent=2, default=float))
     return entry
 
 

@@ -22,9 +22,10 @@ import os
 import warnings
 import weakref
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from gnuq_core.repro.cache import config_key
+from gnuq_core.repro.files import DamagedFile, append_line, json_lines, json_type
 
 try:
     import fcntl
@@ -56,6 +57,9 @@ def check_output_path(path: str | Path) -> None:
     path = Path(path)
     if path.is_dir():
         raise OutputPathError(f"{path} is a directory: --out needs a file path, e.g. {path / 'run.jsonl'}")
+    if path.exists() and not path.is_file():
+        raise OutputPathError(f"{path} is {_special_kind(path)}, not a regular file: --out needs a file path "
+                              "(records are appended and read back)")
     for parent in path.parents:
         if parent.exists() or parent.is_symlink():
             if not parent.is_dir():
@@ -65,6 +69,18 @@ def check_output_path(path: str | Path) -> None:
             break
     if path.exists() and not os.access(path, os.W_OK):
         raise OutputPathError(f"{path} is not writable (permission denied): choose another --out")
+
+
+def _special_kind(path: Path) -> str:
+    """What a path that is neither a folder nor a regular file is, in words."""
+    import stat
+
+    mode = path.stat().st_mode
+    for test, words in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                        (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return words
+    return "a special file"
 
 
 # One lock per file and process, shared by the process's RecordFile objects: {resolved path: [fd, users]}.
@@ -194,7 +210,15 @@ class RecordFile:
         if not parsed or parsed[0].get("type") != "header":
             raise ConfigMismatch(f"{self.path} exists but has no gnuq header line: it is not a gnuq result file; "
                                  "choose another --out path")
-        old = parsed[0].get("config", {})
+        old = _header_config(self.path, parsed[0])
+        seen: dict[str, tuple[int, dict[str, Any]]] = {}
+        for n, r in enumerate(parsed[1:], 2):
+            if r.get("type") == "record":
+                rid = _record_id(self.path, n, r)
+                if rid in seen and seen[rid][1] != r:
+                    raise DamagedFile(f"{self.path}, lines {seen[rid][0]} and {n}: two different records for id "
+                                      f"{rid!r}: the file is damaged; keep the right one and rerun")
+                seen.setdefault(rid, (n, r))
         if canonical_config(old) != self.config:
             keys = sorted(k for k in set(old) | set(self.config) if old.get(k) != self.config.get(k))
             diff = "; ".join(f"{k}: file has {old.get(k)!r}, this run {self.config.get(k)!r}" for k in keys)
@@ -208,11 +232,7 @@ class RecordFile:
         self.done = {str(r["id"]) for r in parsed[1:] if r.get("type") == "record"}
 
     def _write_line(self, obj: dict[str, Any]) -> None:
-        line = json.dumps(obj, default=str, allow_nan=False) + "\n"
-        with self.path.open("a", encoding="utf-8") as f:
-            f.write(line)
-            f.flush()
-            os.fsync(f.fileno())
+        append_line(self.path, json.dumps(obj, default=str, allow_nan=False) + "\n")
 
     def append(self, record_id: str, record: dict[str, Any]) -> bool:
         """Write one record unless its id is already present; returns whether it was written."""
@@ -224,20 +244,44 @@ class RecordFile:
         return True
 
 
+def _header_config(path: Path, header: dict[str, Any]) -> dict[str, Any]:
+    """The header's configuration, or `DamagedFile` if it is not a JSON object."""
+    config = header.get("config", {})
+    if not isinstance(config, dict):
+        raise DamagedFile(f"{path}, line 1: the header's config is {json_type(config)}, not a JSON object: the file "
+                          "is damaged; move it away and rerun")
+    return config
+
+
+def _record_id(path: Path, line: int, record: dict[str, Any]) -> str:
+    """A record's id as a string, or `DamagedFile` naming the line."""
+    rid = record.get("id")
+    if isinstance(rid, bool) or not isinstance(rid, (str, int)):
+        what = "without an id" if rid is None else f"whose id is {json_type(rid)}"
+        raise DamagedFile(f"{path}, line {line}: a record {what}: the file is damaged; move it away and rerun")
+    return str(rid)
+
+
 def read_records(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """``(config, records)`` of a result file (a torn last line is ignored)."""
+    """``(config, records)`` of a result file, each id once.
+
+    A torn last line is ignored and a line repeating an earlier record exactly is dropped;
+    a header whose config is not an object, a record without an id, or two different
+    records with one id are `DamagedFile` naming the line.
+    """
+    path = Path(path)
     config: dict[str, Any] = {}
-    records = []
-    for obj in _iter_json(Path(path)):
+    records: dict[str, dict[str, Any]] = {}
+    first_line: dict[str, int] = {}
+    for n, obj in json_lines(path):
         if obj.get("type") == "header":
-            config = obj.get("config", {})
+            config = _header_config(path, obj)
         elif obj.get("type") == "record":
-            records.append(obj)
-    return config, records
-
-
-def _iter_json(path: Path) -> Iterator[dict[str, Any]]:
-    with path.open(encoding="utf-8") as f:
-        for line in f:
-            if line.endswith("\n") and line.strip():
-                yield json.loads(line)
+            rid = _record_id(path, n, obj)
+            if rid in records:
+                if records[rid] != obj:
+                    raise DamagedFile(f"{path}, lines {first_line[rid]} and {n}: two different records for id {rid!r}: "
+                                      "the file is damaged; keep the right one and rerun")
+                continue
+            records[rid], first_line[rid] = obj, n
+    return config, list(records.values())

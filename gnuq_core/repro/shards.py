@@ -30,7 +30,7 @@ import os
 import re
 import warnings
 from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -38,7 +38,7 @@ from typing import Any
 
 from gnuq_core.repro.records import ConfigMismatch, RecordFile, canonical_config, read_records
 
-__all__ = ["World", "ShardLocked", "world_from_env", "rank_device", "distributed", "shard_path", "shard_paths", "locked",
+__all__ = ["World", "ShardLocked", "PeerLost", "PEER_LOST_EXIT", "world_from_env", "rank_device", "distributed", "shard_path", "shard_paths", "locked",
            "read_merged", "merge_shards", "writer"]
 
 _SHARD = re.compile(r"\.rank(\d+)of(\d+)$")
@@ -49,6 +49,15 @@ BARRIER_TIMEOUT = timedelta(days=7)
 
 class ShardLocked(ValueError):
     """Another process is writing the shard (or a job still holds it)."""
+
+
+class PeerLost(RuntimeError):
+    """Another rank of a sharded run died; the entry points print one line and exit with
+    `PEER_LOST_EXIT`."""
+
+
+PEER_LOST_EXIT = 3
+"""Exit status of a rank whose peer died: not bad input (2), not a bug (1)."""
 
 
 @dataclass(frozen=True)
@@ -78,16 +87,22 @@ class World:
         return [i for k, i in enumerate(unique) if k % self.size == self.rank]
 
     def barrier(self) -> None:
-        """Wait for every rank (no-op for one process or without a process group)."""
+        """Wait for every rank (no-op for one process or without a process group); `PeerLost`
+        if another rank died (killed, or failed) instead of arriving."""
         import torch.distributed as dist
 
         if self.sharded and dist.is_available() and dist.is_initialized():
-            if dist.get_backend() == "nccl":
-                import torch
+            try:
+                if dist.get_backend() == "nccl":
+                    import torch
 
-                dist.barrier(device_ids=[torch.cuda.current_device()])
-            else:
-                dist.barrier()
+                    dist.barrier(device_ids=[torch.cuda.current_device()])
+                else:
+                    dist.barrier()
+            except RuntimeError as err:  # gloo: "Connection closed by peer", NCCL: "... remote process exited"
+                raise PeerLost(f"rank {self.rank} of {self.size}: another rank stopped before reaching the barrier "
+                               f"({' '.join(str(err).split())[:120]}); this rank's records are kept: rerun the "
+                               "same command to resume") from None
 
 
 def world_from_env() -> World:
@@ -133,6 +148,10 @@ def distributed(device: str = "cpu", threads: int | None = None) -> Iterator[Wor
     """
     import torch
 
+    from gnuq_core.options import OPTIONS
+
+    if threads is not None:
+        OPTIONS["threads"].check("threads", threads)  # libgomp allocates per thread: 10⁸ asked for 21.6 GB
     world = world_from_env()
     if threads is None and world.sharded:
         threads = 1
@@ -156,7 +175,8 @@ def distributed(device: str = "cpu", threads: int | None = None) -> Iterator[Wor
         if own:
             import torch.distributed as dist
 
-            dist.destroy_process_group()
+            with suppress(RuntimeError):  # after a lost peer the group may be broken already
+                dist.destroy_process_group()
 
 
 def shard_path(path: str | Path, rank: int, size: int) -> Path:

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 
-from gnuq_core.cli import OneLineParser
+from gnuq_core.options import SIGINT_EXIT, OneLineParser
 from gnuq_core.store import kinds as registry
 from gnuq_core.store.fingerprint import SIMULATIONS, describe, simulated_env
 from gnuq_core.store.store import RESULTS, Store
@@ -124,6 +124,10 @@ def main(argv: list[str] | None = None) -> int:
     except (KeyError, ValueError) as err:
         print(f"error: {str(err).strip(chr(34))}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("interrupted: what was verified and written so far is kept; rerun the same command to go on",
+              file=sys.stderr)
+        return SIGINT_EXIT
 
 
 if __name__ == "__main__":

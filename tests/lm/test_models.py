@@ -255,3 +255,47 @@ def test_kill_during_dequantisation_leaves_no_stale_folder(fake_gguf, cache):
     finally:
         alive.kill()
         alive.wait()
+
+
+COLD_LOAD = """
+import sys, time
+from pathlib import Path
+from gnuq_core.lm import models as M
+from tests.tiny_models import byte_tokenizer, tiny_llama
+built = Path(sys.argv[2])
+def dequantise(gguf, dtype):
+    with built.open("a") as f:
+        f.write("built\\n")
+    time.sleep(1.0)  # a slow build: the other process arrives while this one writes the folder
+    return tiny_llama(dtype=M._torch_dtype(dtype)), byte_tokenizer()
+M._dequantise = dequantise
+print("ready", flush=True)
+sys.stdin.readline()  # both processes start loading at the same moment
+lm = M.load_model(sys.argv[1])
+print(sum(p.numel() for p in lm.model.parameters()), flush=True)
+"""
+
+
+def test_two_processes_loading_on_a_cold_cache_both_succeed_and_build_once(tmp_path, cache):
+    """What ``torchrun --nproc-per-node 2`` does on a fresh machine: both ranks load the same
+    model at once with an empty GNUQ_CACHE_DIR."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "tiny.gguf"
+    path.write_bytes(b"GGUF fake weights v1")
+    built = tmp_path / "built.txt"
+    env = {**os.environ, "PYTHONPATH": str(M.Path(__file__).resolve().parents[2]), "GNUQ_CACHE_DIR": str(cache)}
+    procs = [subprocess.Popen([sys.executable, "-c", COLD_LOAD, str(path), str(built)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
+    for p in procs:
+        assert p.stdout.readline().strip() == "ready"
+    for p in procs:
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    results = [p.communicate(timeout=300) for p in procs]
+    for p, (out, err) in zip(procs, results):
+        assert p.returncode == 0, err
+    sizes = {out.strip() for out, _ in results}
+    assert len(sizes) == 1 and int(sizes.pop()) > 0
+    assert built.read_text().count("built") == 1, "the second process must reuse the first one's build"

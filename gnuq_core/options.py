@@ -1,0 +1,220 @@
+"""The accepted values of every option, declared once and checked at the boundary.
+
+Each option a user can set (a command-line flag, a chapter's ``--set`` or profile value,
+a keyword of the library's entry points) has a `Rule`: its type and its range. Numbers
+must be finite; counts that size memory or time have an upper bound (threads a small
+multiple of this machine's cores, samples what fits side by side, new tokens what a
+context holds, a seed what the generators take), so a typo fails in one line before a
+model is loaded, not as a 21 GB allocation or an overflow deep inside a library.
+
+`OPTIONS` is the one registry of the options the entry points share, by the name the
+library uses (``max_new_tokens``, ``n_samples``, …); `flag` turns a rule into an argparse
+``type=`` that says what is wrong with the typed text (``argument --samples: must be ≤
+1024 (got 1000000000)``), and `Rule.check` does the same for a value from Python.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import numbers
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+__all__ = ["SIGINT_EXIT", "OptionError", "UsageError", "OneLineParser", "Rule", "OPTIONS", "MAX_THREADS", "flag", "group_list", "groups_value", "one_group", "output_path",
+           "finite_problem"]
+
+MAX_THREADS = 4 * (os.cpu_count() or 1)
+"""More torch threads than four per core only oversubscribe the machine (and libgomp
+allocates per thread: 10⁸ threads asked for 21.6 GB)."""
+MAX_SAMPLES = 1024
+"""Samples decoded side by side (each row holds a KV cache). `gnuq_core.lm.decoding` refuses
+more with the same bound (tests/test_options.py keeps the two equal)."""
+TEMPERATURE_RANGE = (1e-4, 1e2)
+"""Sampling temperatures: below, log p / T overflows float32; above, every token is about
+equally likely. The same range as `gnuq_core.lm.decoding.TEMPERATURE_RANGE`."""
+MAX_NEW_TOKENS = 8192
+"""New tokens per answer: beyond every context window of the models gnuq targets."""
+MAX_SEED = 2**32 - 1
+"""numpy's and torch's generators take seeds in [0, 2³² − 1] (larger ones wrap or fail)."""
+MAX_COUNT = 2**53
+"""Any count above this is not exactly representable as a float (JSON, numpy): a typo."""
+
+
+SIGINT_EXIT = 130
+"""128 + SIGINT: what shells report for a command stopped by Ctrl-C."""
+
+
+class OptionError(ValueError):
+    """A value an option does not accept (one line: the option, why, the value)."""
+
+
+class UsageError(ValueError):
+    """A command-line value that cannot be used (reported as one ``error:`` line, exit 2)."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one line on stderr (exit status 2): every
+    entry point's parser."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
+
+
+def finite_problem(value: Any) -> str | None:
+    """Why a number nested anywhere in ``value`` (lists, tuples, dict values) cannot be used, or None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
+        return None if math.isfinite(float(value)) else "must be a finite number"
+    if isinstance(value, numbers.Integral):
+        return None if abs(int(value)) <= MAX_COUNT else f"is too large (at most {MAX_COUNT:.3g} in size)"
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else ()
+    for v in items:
+        why = finite_problem(v)
+        if why is not None:
+            return f"element {v!r} {why}" if not isinstance(v, (list, tuple, dict)) else why
+    return None
+
+
+@dataclass(frozen=True)
+class Rule:
+    """The values an option accepts.
+
+    A list is checked element by element (``nonempty`` refuses ``[]``). ``minimum`` and
+    ``maximum`` are inclusive bounds, ``above`` and ``below`` exclusive ones; ``integer``
+    refuses non-integers. Every number must be finite, whatever the rule.
+    """
+
+    minimum: float | None = None
+    maximum: float | None = None
+    above: float | None = None
+    below: float | None = None
+    choices: tuple[Any, ...] = ()
+    nonempty: bool = False
+    integer: bool = False
+    why_maximum: str = ""
+
+    def problem(self, value: Any) -> str | None:
+        """Why ``value`` is refused (None if it is accepted)."""
+        if isinstance(value, (list, tuple)):
+            if self.nonempty and not value:
+                return "must not be empty"
+            for v in value:
+                why = self.problem(v)
+                if why is not None:
+                    return f"element {v!r} {why}"
+            return None
+        if self.choices and value not in self.choices:
+            return f"must be one of {', '.join(map(repr, self.choices))}"
+        if isinstance(value, numbers.Real) and not isinstance(value, bool):
+            if not isinstance(value, numbers.Integral) and not math.isfinite(float(value)):
+                return "must be a finite number"
+            if self.integer and not isinstance(value, numbers.Integral):
+                return "must be a whole number"
+            if self.minimum is not None and value < self.minimum:
+                return f"must be ≥ {self.minimum:g}"
+            if self.maximum is not None and value > self.maximum:
+                return f"must be ≤ {self.maximum:g}" + (f" ({self.why_maximum})" if self.why_maximum else "")
+            if self.above is not None and value <= self.above:
+                return f"must be > {self.above:g}"
+            if self.below is not None and value >= self.below:
+                return f"must be < {self.below:g}"
+            return finite_problem(value)
+        elif self.integer or self.minimum is not None or self.maximum is not None:
+            return f"must be a number, not {type(value).__name__}"
+        return None
+
+    def check(self, name: str, value: Any) -> Any:
+        """``value`` if accepted, else `OptionError` ``"{name} {why} (got {value!r})"``."""
+        why = self.problem(value)
+        if why is not None:
+            raise OptionError(f"{name} {why} (got {value!r})")
+        return value
+
+
+OPTIONS: dict[str, Rule] = {
+    "max_new_tokens": Rule(minimum=1, maximum=MAX_NEW_TOKENS, integer=True,
+                           why_maximum="more than any context window"),
+    "n_samples": Rule(minimum=0, maximum=MAX_SAMPLES, integer=True,
+                      why_maximum="the samples are decoded side by side, each with its own KV cache"),
+    "temperature": Rule(minimum=TEMPERATURE_RANGE[0], maximum=TEMPERATURE_RANGE[1],
+                        why_maximum="every token is about equally likely"),
+    "threads": Rule(minimum=1, maximum=MAX_THREADS, integer=True,
+                    why_maximum=f"4 per core of this machine's {os.cpu_count()}"),
+    "limit": Rule(minimum=0, maximum=MAX_COUNT, integer=True),
+    "seed": Rule(minimum=0, maximum=MAX_SEED, integer=True, why_maximum="what the random generators take"),
+    "threshold": Rule(minimum=0, maximum=1),
+    "count": Rule(minimum=1, maximum=MAX_COUNT, integer=True),
+    "nonnegative_count": Rule(minimum=0, maximum=MAX_COUNT, integer=True),
+}
+"""Rules of the options the entry points share, by their library name. This module imports
+nothing heavy, so ``gnuq --help`` starts in a fraction of a second."""
+
+
+def _parse_number(text: str, integer: bool) -> int | float:
+    text = text.strip()
+    try:
+        return int(text, 10) if integer else float(text)
+    except ValueError:
+        kind = "a whole number" if integer else "a number"
+        raise argparse.ArgumentTypeError(f"expected {kind}, got {text!r}") from None
+
+
+def flag(rule: str | Rule, *, integer: bool | None = None) -> Callable[[str], Any]:
+    """An argparse ``type=`` for ``rule`` (a name in `OPTIONS` or a `Rule`): parses the text
+    (an int if the rule wants one) and refuses what the rule refuses, as
+    ``argument --flag: must be ≤ 1024 (got 1000000000)``."""
+    def parse(text: str) -> Any:
+        r = OPTIONS[rule] if isinstance(rule, str) else rule
+        value = _parse_number(text, r.integer if integer is None else integer)
+        why = r.problem(value)
+        if why is not None:
+            raise argparse.ArgumentTypeError(f"{why} (got {text.strip()})")
+        return value
+
+    parse.__name__ = rule if isinstance(rule, str) else "value"  # argparse names the type in some messages
+    return parse
+
+
+def group_list(text: str) -> str:
+    """``--groups``: one preset parameter group or several, comma-separated; each checked."""
+    from gnuq_core.lm.anatomy import PRESET_GROUPS
+
+    names = [g.strip() for g in text.split(",")]
+    if not text.strip() or any(not g for g in names):
+        raise argparse.ArgumentTypeError(f"{text!r} names no group: use one of {', '.join(PRESET_GROUPS)} "
+                                         "(comma-separated for several)")
+    unknown = [g for g in names if g not in PRESET_GROUPS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown group {unknown[0]!r}: use one of {', '.join(PRESET_GROUPS)} "
+                                         "(comma-separated for several)")
+    return ",".join(dict.fromkeys(names))
+
+
+def one_group(text: str) -> str:
+    """A `group_list` of exactly one group (what a QA record's gradient pass takes)."""
+    names = group_list(text)
+    if "," in names:
+        raise argparse.ArgumentTypeError(f"{text!r}: give one group here (with the default, all, each record "
+                                         "keeps the norm of every block, from which other groups are sums)")
+    return names
+
+
+def groups_value(text: str) -> str | list[str] | None:
+    """What the library's ``groups=`` takes for a checked `group_list` text: None for all,
+    a name, or a list of names (which asks for per-group norms)."""
+    names = text.split(",")
+    if len(names) > 1:
+        return names
+    return None if names[0] == "all" else names[0]
+
+
+def output_path(text: str) -> Path:
+    """A path option: ``~`` expanded (a quoted ``'~/x.jsonl'`` would otherwise create a folder named ``~``)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty: give a file path")
+    return Path(os.path.expanduser(text))
