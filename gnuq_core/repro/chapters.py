@@ -6,11 +6,16 @@ parameters it should run with::
     01_derivation:
       n_mc: 2000
 
-Every parameter in a profile must be declared, with a value of the same type, in the
-chapter's ``parameters`` cell: papermill only warns about unknown ones, we refuse them.
-Values must also lie in their range (`PARAMETER_RULES`: counts ≥ 1, choices, …), checked
-before the notebook runs, so ``--set n_mc=-5`` is one line, not a traceback from deep
-inside a chapter. Nothing in the output folder changes before the checks pass.
+A chapter whose computation lives in `gnuq_core.chapters` (`gnuq_core.chapters.MODULES`)
+declares its parameters once, in its module's ``Params`` dataclass (defaults: the paper
+edition): the runner creates ``Params`` from the profile and ``--set`` values (which
+checks every value) and injects only ``profile`` and ``overrides`` into the notebook,
+which resolves the same ``Params``. For the chapters still computing in their notebook,
+every parameter in a profile must be declared, with a value of the same type, in the
+chapter's ``parameters`` cell (papermill only warns about unknown ones, we refuse them),
+and values must lie in their range (`PARAMETER_RULES`). Either way the checks run
+before the notebook does, so ``--set n_mc=-5`` is one line, not a traceback from deep
+inside a chapter, and nothing in the output folder changes before they pass.
 
 Command line::
 
@@ -32,6 +37,8 @@ from pathlib import Path
 from typing import Any
 
 
+from gnuq_core.chapters import module_for
+from gnuq_core.chapters.base import ChapterError
 from gnuq_core.options import (MAX_THREADS, OPTIONS, SIGINT_EXIT, OneLineParser, OptionError, Rule, finite_problem,
                                output_path)
 from gnuq_core.repro.files import DamagedFile, json_type, read_yaml_mapping
@@ -42,8 +49,6 @@ PROFILES = NOTEBOOKS / "profiles"
 KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
 
 
-class ChapterError(ValueError):
-    """A chapter, profile or parameter that cannot be used, with a message saying why."""
 
 
 def chapters() -> list[Path]:
@@ -148,7 +153,6 @@ PARAMETER_RULES: dict[str, dict[str, Rule]] = {
           "train_steps": _COUNT, "weight_decay": _NONNEG, "n_grid": Rule(minimum=2), "widths": _SIZES,
           "max_new_tokens": OPTIONS["max_new_tokens"], "n_samples": Rule(minimum=1, maximum=OPTIONS["n_samples"].maximum),
           "models": Rule(nonempty=True)},
-    "01_derivation": {"n_mc": _COUNT, "n_sigmas": _COUNT, "width": _COUNT},
     "02_proxy_bias": {"deltas": Rule(nonempty=True), "hidden_width": _COUNT, "k_top": _COUNT,
                       "text_n_truthfulqa": Rule(minimum=2), "text_seeds": _COUNT, "text_hidden": _COUNT,
                       "text_steps": _COUNT, "text_weight_decay": _NONNEG},
@@ -200,6 +204,10 @@ def chapter_parameters(selector: str, profile: str, overrides: dict[str, Any] | 
     """A chapter's parameters as the runner injects them: the notebook's defaults, updated by
     ``profile`` (``notebooks/profiles/<profile>.yml``), then by ``overrides`` (same checks)."""
     source = find_chapter(selector)
+    module = module_for(source.stem)
+    if module is not None:
+        return {**module.Params.resolve(load_profile(profile).get(source.stem, {}), overrides).to_dict(),
+                "profile": profile}
     with tempfile.TemporaryDirectory() as tmp:
         defaults = declared_parameters(to_ipynb(source, Path(tmp) / f"{source.stem}.ipynb"))
     merged = {**load_profile(profile).get(source.stem, {}), **(overrides or {}), "profile": profile}
@@ -225,9 +233,20 @@ def run_chapter(selector: str, profile: str = "quick", out_dir: Path | None = No
     out_dir = Path(out_dir or REPO_ROOT / "book" / "_generated").resolve()
     if out_dir.exists() and not out_dir.is_dir():
         raise ChapterError(f"--out {out_dir} is a file: give a folder for the executed notebooks")
+    module = module_for(source.stem)
     with tempfile.TemporaryDirectory() as scratch:  # check everything before touching out_dir
         draft = to_ipynb(source, Path(scratch) / f"{source.stem}.ipynb")
-        params = resolve_parameters(source.stem, declared_parameters(draft), {**overrides, "profile": profile})
+        if module is not None:  # the chapter's Params checks the values; the notebook resolves the same ones
+            declared = declared_parameters(draft)
+            if set(declared) != {"profile", "overrides"}:
+                raise ChapterError(f"{source.name}: its parameters cell must declare only `profile` and `overrides` "
+                                   f"(the parameters are {module.__name__}.Params); it declares {', '.join(declared)}")
+            resolved = module.Params.resolve(load_profile(profile).get(source.stem, {}), extra)
+            params = {"profile": profile, "overrides": dict(extra or {})}
+            recorded = {**resolved.to_dict(), "profile": profile}
+        else:
+            params = resolve_parameters(source.stem, declared_parameters(draft), {**overrides, "profile": profile})
+            recorded = params
         try:
             out_dir.mkdir(parents=True, exist_ok=True)
         except OSError as err:
@@ -238,7 +257,7 @@ def run_chapter(selector: str, profile: str = "quick", out_dir: Path | None = No
     # bars are for people at a terminal: in the book they would be stderr output, so the
     # runner reports progress per chapter instead.
     os.environ.update(GNUQ_OUTPUT_DIR=str(out_dir), GNUQ_CHAPTER=source.stem,
-                      GNUQ_PARAMETERS=json.dumps(params),
+                      GNUQ_PARAMETERS=json.dumps(recorded),
                       MPLBACKEND="module://matplotlib_inline.backend_inline", TQDM_DISABLE="1")
     claims.reset(source.stem)
     (out_dir / f"{source.stem}.provenance.json").unlink(missing_ok=True)

@@ -1,0 +1,31 @@
+"""The chapters layer: what each chapter of the book computes, one module per chapter.
+
+A chapter module exposes a frozen ``Params`` dataclass (`params.ChapterParams`: defaults
+are the paper edition, a profile overrides some of them, every value is checked on
+creation) and ``run(params, ...) -> Result`` that computes everything the page reports,
+plus the figure functions the page shows. The notebook narrates: it resolves its
+``Params`` from the profile the runner injected, calls ``run``, glues ``result.values``
+and shows the figures. The science packages (`gnuq_core.estimators`, `gnuq_core.lm`,
+`gnuq_core.isotropy`, …) do not know about chapters.
+
+`MODULES` maps each notebook stem to its module (chapters not yet moved here still
+compute in their notebook; the runner checks those through their parameters cell).
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+__all__ = ["MODULES", "module_for"]
+
+MODULES: dict[str, str] = {
+    "01_derivation": "gnuq_core.chapters.derivation",
+}
+"""Notebook stem -> the module that computes that chapter."""
+
+
+def module_for(stem: str) -> ModuleType | None:
+    """The chapter module of notebook ``stem``, or None if the chapter still computes in its notebook."""
+    name = MODULES.get(stem)
+    return importlib.import_module(name) if name else None

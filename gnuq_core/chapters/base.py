@@ -1,0 +1,144 @@
+"""A chapter's parameters and results: one frozen dataclass per chapter, checked on creation.
+
+Each chapter module declares ``Params(ChapterParams)`` whose defaults are the paper
+edition's settings; a profile (``notebooks/profiles/<name>.yml``) only overrides some of
+them. `ChapterParams.resolve` applies a profile and the command line's ``--set`` values,
+and creating the dataclass checks every value: its type (that of the default), its
+`~gnuq_core.options.Rule` (declared with `param`), and that every number is finite. The
+chapter runner calls it before a notebook runs, so a bad value is one line, not a
+traceback from deep inside a chapter.
+
+`Result` holds what a chapter's ``run`` computed: ``values`` (the numbers and words the
+page glues, by their glue name) and ``data`` (the arrays its figures draw).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypeVar
+
+from gnuq_core.options import Rule, finite_problem
+
+__all__ = ["ChapterError", "ChapterParams", "Result", "param", "glue_values", "glue_figure"]
+
+P = TypeVar("P", bound="ChapterParams")
+
+
+def param(default: Any, rule: Rule | None = None, doc: str = "") -> Any:
+    """A chapter parameter: its paper-edition ``default``, the `Rule` its values obey, a
+    one-line ``doc`` (lists get a fresh copy per instance)."""
+    meta = {"rule": rule, "doc": doc}
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def _default(f: dataclasses.Field) -> Any:
+    return f.default_factory() if f.default is dataclasses.MISSING else f.default  # type: ignore[misc]
+
+
+def _same_type(default: Any, value: Any) -> bool:
+    if isinstance(default, bool) or isinstance(value, bool):
+        return isinstance(default, bool) and isinstance(value, bool)
+    if isinstance(default, float):
+        return isinstance(value, (int, float))
+    return isinstance(value, type(default))
+
+
+class ChapterError(ValueError):
+    """A chapter, profile or parameter that cannot be used, with a message saying why."""
+
+
+@dataclass(frozen=True)
+class ChapterParams:
+    """Base class of the chapters' ``Params``: validation on creation, profiles, a plain dict.
+
+    Subclasses set ``CHAPTER`` (the notebook's stem, e.g. ``"01_derivation"``) and declare
+    their fields with `param`.
+    """
+
+    CHAPTER: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value, default = getattr(self, f.name), _default(f)
+            if not _same_type(default, value):
+                raise ChapterError(f"{self.CHAPTER}: parameter {f.name}={value!r} is a {type(value).__name__}, "
+                                     f"but its default {default!r} is a {type(default).__name__}")
+            if isinstance(default, float) and isinstance(value, int):
+                object.__setattr__(self, f.name, float(value))  # 5 where 5.0 is meant
+            rule = f.metadata.get("rule")
+            why = rule.problem(value) if rule is not None else finite_problem(value)
+            if why is not None:
+                raise ChapterError(f"{self.CHAPTER}: parameter {f.name}={value!r} {why}")
+
+    @classmethod
+    def names(cls) -> list[str]:
+        """The declared parameter names, in order."""
+        return [f.name for f in dataclasses.fields(cls)]
+
+    @classmethod
+    def resolve(cls: type[P], profile: Mapping[str, Any] | None = None,
+                overrides: Mapping[str, Any] | None = None) -> P:
+        """The parameters of a build: the defaults, then ``profile`` (this chapter's entry of
+        a profile file), then ``overrides``; an unknown name is a `ChapterError`."""
+        values = {**(profile or {}), **(overrides or {})}
+        unknown = sorted(set(values) - set(cls.names()))
+        if unknown:
+            raise ChapterError(f"{cls.CHAPTER}: unknown parameter(s) {', '.join(unknown)}; the chapter "
+                                 f"declares: {', '.join(cls.names())}")
+        return cls(**values)
+
+    @classmethod
+    def for_profile(cls: type[P], profile: str, overrides: Mapping[str, Any] | None = None) -> P:
+        """`resolve` with this chapter's entry of profile file ``profile`` (``notebooks/profiles``)."""
+        from gnuq_core.repro.chapters import load_profile
+
+        return cls.resolve(load_profile(profile).get(cls.CHAPTER, {}), overrides)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The parameters as plain JSON values (what the provenance table shows)."""
+        return dataclasses.asdict(self)
+
+    def docs(self) -> dict[str, str]:
+        """Each parameter's one-line description."""
+        return {f.name: f.metadata.get("doc", "") for f in dataclasses.fields(self)}
+
+
+@dataclass
+class Result:
+    """What a chapter's ``run`` computed.
+
+    Attributes
+    ----------
+    values : dict
+        The numbers and words the page shows, by the name the page glues them under.
+    data : dict
+        Arrays and objects the chapter's figure functions draw (not glued).
+    """
+
+    values: dict[str, Any] = field(default_factory=dict)
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def __getitem__(self, name: str) -> Any:
+        return self.values[name]
+
+
+def glue_values(result: Result) -> None:
+    """Glue every value of ``result`` (``myst_nb.glue(name, value, display=False)``)."""
+    from myst_nb import glue
+
+    for name, value in result.values.items():
+        glue(name, value, display=False)
+
+
+def glue_figure(name: str, fig: Any) -> None:
+    """Glue ``fig`` under ``name`` for a ``{glue:figure}`` block and close it (so it is not
+    shown a second time where the cell ran)."""
+    import matplotlib.pyplot as plt
+    from myst_nb import glue
+
+    glue(name, fig, display=False)
+    plt.close(fig)
