@@ -46,40 +46,18 @@
 
 # %% tags=["parameters"]
 profile = "quick"  # injected by the chapter runner
-seed = 0  # first seed; the synthetic sweep uses seeds seed, seed+1, ...
-n_seeds = 8  # independent repetitions (data, network, proxy samples) of the synthetic sweep
-deltas = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0]  # shifts of the proxy distribution (in units of the input sd)
-n_train = 400  # training points (the proxy sets have the same size)
-hidden_width = 32  # width of both hidden layers of the synthetic MLP
-train_steps = 2000  # full-batch Adam steps
-weight_decay = 0.001  # per-example prior precision; alpha is n_train times this
-k_top = 10  # dimension of the top eigenspaces compared by principal angles
-n_grid = 25  # query grid is n_grid × n_grid over [-4, 4]²
-text_n_truthfulqa = 817  # TruthfulQA questions used by the transformer experiment (hash order)
-text_seeds = 3  # head initialisations
-text_hidden = 16  # hidden width of the head on the 384-d sentence embedding
-text_steps = 1500  # Adam steps of the head
-text_weight_decay = 0.01  # head prior precision per example
-n_boot = 1000  # bootstrap resamples of the query points
-store_verify = 1  # stored items of each kind recomputed from scratch and compared (the paper edition's store)
+overrides = {}  # parameters changed from the profile (the runner's --set)
 
 # %% tags=["remove-cell"]
 import logging
 import os
 import warnings
 
-import matplotlib.pyplot as plt
-import numpy as np
-import pandas as pd
-from IPython.display import Markdown, display
-from myst_nb import glue
+from IPython.display import display
 
-from gnuq_core import stats
-from gnuq_core.isotropy import proxy
-from gnuq_core.isotropy import proxy_stored
-from gnuq_core.isotropy import text_proxy
+from gnuq_core.chapters import proxy_bias
+from gnuq_core.chapters.base import glue_figure, glue_values
 from gnuq_core.repro import display as book
-from gnuq_core.repro.claims import Measurement, record
 from gnuq_core.repro.provenance import Provenance
 from gnuq_core.store import open_store
 
@@ -95,6 +73,7 @@ transformers.utils.logging.disable_progress_bar()
 book.use_book_style()
 prov = Provenance.start()
 store = open_store(profile)  # the results store in the paper edition, the local cache in a preview
+params = proxy_bias.Params.for_profile(profile, overrides)
 
 # %% [markdown]
 # ## 1. A synthetic problem where the training data is known
@@ -114,74 +93,12 @@ store = open_store(profile)  # the results store in the paper edition, the local
 # query points, the figures) is computed in this build from the per-seed results.
 
 # %%
-runs = proxy_stored.synthetic_runs(range(seed, seed + n_seeds), deltas, n_train=n_train,
-                                   hidden=[hidden_width, hidden_width], steps=train_steps,
-                                   weight_decay=weight_decay, k_top=k_top, n_grid=n_grid,
-                                   store=store, verify=store_verify)
-summary = proxy.summarise(runs, deltas)
-n_params_synth = runs[0]["n_params"]
-glue("n_params_synth", n_params_synth, display=False)
-glue("n_seeds", n_seeds, display=False)
-glue("train_acc", float(np.mean([r["train_acc"] for r in runs])), display=False)
-
-def with_ci(t) -> str:
-    """A mean and its 95% CI, e.g. ``0.912 [0.874, 0.951]``."""
-    return f"{t[0]:.3f} [{t[1]:.3f}, {t[2]:.3f}]"
-
-
-sweep = pd.DataFrame({"delta": deltas, **{k: [with_ci(summary[k][j]) for j in range(len(deltas))]
-                                          for k in ("rho_proxy", "rho_proxy_diag", "diff", "overlap")}})
-display(book.table(sweep, {"delta": ("proxy shift δ", "g"),
-                           "rho_proxy": ("ρ proxy, full GGN", "", True),
-                           "rho_proxy_diag": ("ρ proxy, diagonal GGN", "", True),
-                           "diff": ("ρ isotropic − ρ proxy", "", True),
-                           "overlap": (f"top-{k_top} eigenspace overlap", "", True)},
-                   caption=f"Synthetic sweep: mean [95% CI] over {n_seeds} seeds"))
+result = proxy_bias.run(params, store, profile)  # both experiments, and claim C4
+glue_values(result)
 
 # %%
-dl = np.array(deltas)
-fig, ax = book.subplots(1, 2, panel_height=3.4)
-for key, label, color in [("rho_proxy", "proxy, full GGN", "C3"), ("rho_proxy_diag", "proxy, diagonal GGN", "C1")]:
-    m = np.array([t[0] for t in summary[key]])
-    lo = np.array([t[1] for t in summary[key]])
-    hi = np.array([t[2] for t in summary[key]])
-    ax[0].plot(dl, m, "o-", color=color, label=label)
-    ax[0].fill_between(dl, lo, hi, color=color, alpha=0.2)
-mi, loi, hii = summary["rho_iso"]
-ax[0].axhline(mi, color="C0", label="isotropic ‖g‖²")
-ax[0].axhspan(loi, hii, color="C0", alpha=0.15)
-ax[0].set(xlabel="proxy shift δ", ylabel="Spearman ρ with the reference", title="Agreement with the reference")
-ax[0].legend()
-m = np.array([t[0] for t in summary["overlap"]])
-ax[1].plot(dl, m, "o-", color="C2")
-ax[1].fill_between(dl, [t[1] for t in summary["overlap"]], [t[2] for t in summary["overlap"]], color="C2", alpha=0.2)
-ax[1].set(xlabel="proxy shift δ", ylabel="mean cos² of principal angles",
-          title=f"Top-{k_top} eigenspace overlap", ylim=(0, 1.02))
-glue("fig_rho_vs_shift", fig, display=False)
-plt.close(fig)
-
-j_max = len(deltas) - 1
-diff_max, diff_lo, diff_hi = summary["diff"][j_max]
-glue("delta_max", float(deltas[j_max]), display=False)
-glue("rho_iso", mi, display=False)
-glue("rho_iso_lo", loi, display=False)
-glue("rho_iso_hi", hii, display=False)
-glue("rho_proxy_0", summary["rho_proxy"][0][0], display=False)
-glue("rho_proxy_max", summary["rho_proxy"][j_max][0], display=False)
-glue("rho_proxy_diag_max", summary["rho_proxy_diag"][j_max][0], display=False)
-glue("rho_ref_diag", summary["rho_ref_diag"][0], display=False)
-glue("diff_max", diff_max, display=False)
-glue("diff_max_lo", diff_lo, display=False)
-glue("diff_max_hi", diff_hi, display=False)
-glue("diff_0", summary["diff"][0][0], display=False)
-glue("overlap_0", summary["overlap"][0][0], display=False)
-glue("overlap_max", summary["overlap"][j_max][0], display=False)
-crossover_point, crossover_ci = summary["crossover_point"], summary["crossover_ci"]
-glue("crossover_text", (f"from δ = {crossover_ci:g} on, the whole 95% CI of ρ(isotropic) − ρ(proxy) lies above zero"
-                        if np.isfinite(crossover_ci) else
-                        "at no shift in this sweep does the CI of ρ(isotropic) − ρ(proxy) lie entirely above zero")
-     + (f"; the point estimate first turns positive at δ = {crossover_point:g}" if np.isfinite(crossover_point)
-        else "; the point estimate is never positive"), display=False)
+display(result.tables["sweep"])
+glue_figure("fig_rho_vs_shift", proxy_bias.figure_rho_vs_shift(result, params))
 
 # %% [markdown]
 # ```{glue:figure} fig_rho_vs_shift
@@ -214,35 +131,7 @@ glue("crossover_text", (f"from δ = {crossover_ci:g} on, the whole 95% CI of ρ(
 # of parameter space.
 
 # %%
-glue("k_top_val", k_top, display=False)
-# Where on the grid does the proxy covariance gain or lose variance?  (first seed)
-from gnuq_core.isotropy.proxy import sample_task
-
-x_tr, _ = sample_task(np.random.default_rng([seed, 0]), n_train)
-fig, axes = book.subplots(1, 2, panel_height=3.4, sharey=True)
-ext = 4.0
-for ax, j in zip(axes, [0, j_max]):
-    lr = runs[0]["log_ratio"][j].reshape(n_grid, n_grid) / np.log(10)
-    vmax = np.abs(lr).max()
-    im = ax.imshow(lr, origin="lower", extent=(-ext, ext, -ext, ext), cmap="RdBu_r", vmin=-vmax, vmax=vmax)
-    x_px, _ = sample_task(np.random.default_rng([seed, 1, j]), n_train, deltas[j])
-    ax.scatter(*x_tr.T, s=3, c="k", alpha=0.4, label="training inputs (A)")
-    ax.scatter(*x_px.T, s=3, c="gold", alpha=0.5, label="proxy inputs B(δ), δ as titled")
-    ax.set(xlim=(-ext, ext), ylim=(-ext, ext), xlabel="x₁", title=f"δ = {deltas[j]:g}")
-    fig.colorbar(im, ax=ax, label="log₁₀(proxy / reference)")
-axes[0].set_ylabel("x₂")
-fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=2, markerscale=4)
-glue("fig_gain_loss", fig, display=False)
-plt.close(fig)
-
-struct = summary["structure"][j_max]
-glue("structure_max", struct[0], display=False)
-glue("structure_max_lo", struct[1], display=False)
-glue("structure_max_hi", struct[2], display=False)
-glue("structure_0", summary["structure"][0][0], display=False)
-lr_max = np.array([r["log_ratio"][j_max] for r in runs]) / np.log(10)
-glue("lr_range_lo", float(np.percentile(lr_max, 5)), display=False)
-glue("lr_range_hi", float(np.percentile(lr_max, 95)), display=False)
+glue_figure("fig_gain_loss", proxy_bias.figure_gain_loss(result, params))
 
 # %% [markdown]
 # ```{glue:figure} fig_gain_loss
@@ -284,75 +173,8 @@ glue("lr_range_hi", float(np.percentile(lr_max, 95)), display=False)
 # - *query points*: the last TruthfulQA quarter plus as many other TriviaQA questions.
 
 # %%
-split = text_proxy.make_split(text_proxy.load_truthfulqa(), text_proxy.load_triviaqa(),
-                             n_truthfulqa=text_n_truthfulqa)
-texts = {k: [r[0] if isinstance(r, tuple) else r for r in v] for k, v in split.items()}
-labels = {k: np.array([y for _, y in split[k]], float) for k in ("train", "query_same")}
-text_runs = proxy_stored.text_runs(texts, labels, range(seed, seed + text_seeds), hidden=[text_hidden],
-                                   steps=text_steps, weight_decay=text_weight_decay, k_top=k_top,
-                                   store=store, verify=store_verify)
-glue("store_words", Markdown(store.describe(
-    "The expensive results of this chapter (the synthetic sweep, one item per seed: a training run and the GGN of "
-    "every proxy shift; the sentence-encoder experiment, one item per head seed: the MiniLM embeddings, the head's "
-    "training and curvatures)", proxy_stored.KINDS)), display=False)
-sizes = {k: len(v) for k, v in split.items()}
-glue("text_sizes", ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in sizes.items()), display=False)
-glue("text_n_params", text_runs[0]["n_params"], display=False)
-glue("text_test_acc", float(np.mean([r["test_acc"] for r in text_runs])), display=False)
-glue("text_train_acc", float(np.mean([r["train_acc"] for r in text_runs])), display=False)
-
-methods = ["proxy_same", "proxy_other", "proxy_same_diag", "proxy_other_diag", "reference_diag", "isotropic"]
-names = {"proxy_same": "same-source proxy (TruthfulQA)", "proxy_other": "other-source proxy (TriviaQA)",
-         "proxy_same_diag": "same-source proxy, diagonal", "proxy_other_diag": "other-source proxy, diagonal",
-         "reference_diag": "training data, diagonal", "isotropic": "isotropic ‖g‖²"}
-# CI: bootstrap over query points (first head seed), paired with the reference
-r0 = text_runs[0]
-ci = {m: stats.bootstrap_spearman(r0["u"][m], r0["u"]["reference"], n_boot=n_boot, seed=seed) for m in methods}
-d_other = stats.bootstrap_spearman_difference(r0["u"]["reference"], r0["u"]["isotropic"], r0["u"]["proxy_other"],
-                                              n_boot=n_boot, seed=seed)
-d_same = stats.bootstrap_spearman_difference(r0["u"]["reference"], r0["u"]["isotropic"], r0["u"]["proxy_same"],
-                                             n_boot=n_boot, seed=seed)
-text_table = pd.DataFrame({
-    "method": [names[m] for m in methods],
-    "rho": [np.mean([r["rho"][m] for r in text_runs]) for m in methods],
-    "ci": [f"[{ci[m][1]:.3f}, {ci[m][2]:.3f}]" for m in methods],
-    "rho_same": [np.mean([r["rho_by_domain"]["same"][m] for r in text_runs]) for m in methods],
-    "rho_other": [np.mean([r["rho_by_domain"]["other"][m] for r in text_runs]) for m in methods]})
-display(book.table(text_table, {"method": "covariance from", "rho": ("ρ with reference, all queries", ".3f"),
-                                "ci": ("95% CI (first seed)", "", True),
-                                "rho_same": ("ρ, TruthfulQA queries", ".3f"),
-                                "rho_other": ("ρ, TriviaQA queries", ".3f")},
-                   caption=f"Spearman ρ with the reference, mean over {text_seeds} head seeds"))
-
-fig, ax = book.subplots(panel_height=3.2)
-pos = np.arange(len(methods))
-vals = [ci[m][0] for m in methods]
-err = np.array([[ci[m][0] - ci[m][1], ci[m][2] - ci[m][0]] for m in methods]).T
-ax.barh(pos, vals, xerr=err, color=["C3", "C3", "C1", "C1", "C1", "C0"], alpha=0.8)
-ax.set_yticks(pos, [names[m] for m in methods])
-ax.set(xlabel="Spearman ρ with the reference (head GGN on the fine-tuning data)",
-       xlim=(min(0.0, min(vals) - 0.1), 1.0))
-glue("fig_text_rho", fig, display=False)
-plt.close(fig)
-
-for m in methods:
-    glue(f"text_rho_{m}", float(np.mean([r["rho"][m] for r in text_runs])), display=False)
-glue("text_diff_other", d_other[0], display=False)
-glue("text_diff_other_lo", d_other[1], display=False)
-glue("text_diff_other_hi", d_other[2], display=False)
-glue("text_diff_same", d_same[0], display=False)
-glue("text_diff_same_lo", d_same[1], display=False)
-glue("text_diff_same_hi", d_same[2], display=False)
-glue("text_overlap_same", float(np.mean([r["overlap"]["proxy_same"] for r in text_runs])), display=False)
-glue("text_overlap_other", float(np.mean([r["overlap"]["proxy_other"] for r in text_runs])), display=False)
-glue("text_seeds_val", text_seeds, display=False)
-# Words for the comparisons the text makes, computed from the same numbers as the glued ρ's.
-text_rho_mean = {m: float(np.mean([r["rho"][m] for r in text_runs])) for m in methods}
-glue("text_same_vs_iso", "better than" if text_rho_mean["proxy_same"] > text_rho_mean["isotropic"] else "worse than",
-     display=False)
-glue("text_other_vs_same", "worse" if text_rho_mean["proxy_other"] < text_rho_mean["proxy_same"] else "no worse",
-     display=False)
-glue("synth_0_vs_iso", "more" if summary["rho_proxy"][0][0] > mi else "less", display=False)
+display(result.tables["text"])
+glue_figure("fig_text_rho", proxy_bias.figure_text_rho(result))
 
 # %% [markdown]
 # ```{glue:figure} fig_text_rho
@@ -392,21 +214,6 @@ glue("synth_0_vs_iso", "more" if summary["rho_proxy"][0][0] > mi else "less", di
 # curvature: the headline number is ρ(isotropic) − ρ(proxy) at the largest shift, with a
 # Student-t 95% CI over seeds (the rule in `gnuq_core.repro.claims`: reproduced if the CI lies
 # above 0).
-
-# %%
-c4 = record(Measurement(
-    "C4", float(diff_max), (float(min(diff_lo, diff_max)), float(max(diff_hi, diff_max))),
-    settings={"profile": profile, "n_seeds": n_seeds, "deltas": deltas, "n_train": n_train,
-              "hidden": [hidden_width, hidden_width], "n_params": n_params_synth, "weight_decay": weight_decay,
-              "text_model": "all-MiniLM-L6-v2 + MLP head", "text_n_truthfulqa": text_n_truthfulqa},
-    details={"rho_iso": summary["rho_iso"][0],
-             "rho_proxy_by_delta": [t[0] for t in summary["rho_proxy"]],
-             "overlap_by_delta": [t[0] for t in summary["overlap"]],
-             "crossover_point": crossover_point, "crossover_ci": crossover_ci,
-             "text_rho": {m: float(np.mean([r["rho"][m] for r in text_runs])) for m in methods},
-             "text_iso_minus_other_proxy": list(d_other), "text_iso_minus_same_proxy": list(d_same)},
-    evidence={"seeds": len(runs)}))
-glue("c4_verdict", c4["verdict"], display=False)
 
 # %% [markdown]
 # **Verdict for C4: {glue:text}`c4_verdict`.** Proxy curvature is not uniformly bad: from the

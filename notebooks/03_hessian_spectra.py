@@ -43,42 +43,18 @@
 
 # %% tags=["parameters"]
 profile = "quick"  # injected by the chapter runner
-seed = 0  # seeds data, initialisation and Lanczos probes
-widths = [4, 8, 16, 32, 48]  # hidden widths (two layers) of the MLPs with exact spectra
-n_train = 400  # training points of the 2-D task of chapter 02
-train_steps = 2000  # full-batch Adam steps to theta*
-weight_decay = 0.001  # prior precision per example, also the natural damping lambda
-n_dampings = 11  # dampings on a log grid from 1e-5 to 1
-n_grid = 20  # query grid n_grid x n_grid over [-4, 4]^2
-big_width = 320  # hidden width of the large MLP (about 1e5 parameters at 320)
-big_steps = 1000  # its training steps
-slq_probes = 4  # random probes of stochastic Lanczos quadrature
-slq_steps = 60  # Lanczos steps per probe
-n_query = 40  # queries for the Lanczos-quadrature check on the large MLP
-lm_source = "smollm2"  # "smollm2" (SmolLM2-135M-Instruct) or "tiny-random" (a random 2-layer Llama)
-lm_tokens = 256  # tokens of local text for the LM block's curvature
-lm_probes = 2  # SLQ probes for the LM block
-lm_steps = 30  # Lanczos steps per probe for the LM block
-n_boot = 1000  # bootstrap resamples of query points
-store_verify = 1  # stored items of each kind recomputed from scratch and compared (the paper edition's store)
-store_verify_max_width = 64  # exact spectra are re-checked only up to this width (width 96 alone takes minutes)
+overrides = {}  # parameters changed from the profile (the runner's --set)
 
 # %% tags=["remove-cell"]
 import logging
 import os
 import warnings
 
-import matplotlib.pyplot as plt
-import numpy as np
-import pandas as pd
-from IPython.display import Markdown, display
-from myst_nb import glue
+from IPython.display import display
 
-from gnuq_core import stats
-from gnuq_core.isotropy import spectra
-from gnuq_core.isotropy import stored
+from gnuq_core.chapters import spectra
+from gnuq_core.chapters.base import glue_figure, glue_values
 from gnuq_core.repro import display as book
-from gnuq_core.repro.claims import Measurement, record
 from gnuq_core.repro.provenance import Provenance
 from gnuq_core.store import open_store
 
@@ -91,7 +67,7 @@ os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
 book.use_book_style()
 prov = Provenance.start()
 store = open_store(profile)  # the results store in the paper edition, the local cache in a preview
-dampings = list(np.logspace(-5, 0, n_dampings))
+params = spectra.Params.for_profile(profile, overrides)
 
 # %% [markdown]
 # ## 1. Exact spectra of small MLPs
@@ -112,47 +88,10 @@ dampings = list(np.logspace(-5, 0, n_dampings))
 # hidden unit plus the output bias; kept so that the chapters' numbers stay comparable.)
 
 # %%
-glue("lam0", weight_decay, display=False)
-exact_cfg = dict(n_train=n_train, steps=train_steps, weight_decay=weight_decay, dampings=dampings, n_grid=n_grid)
-cases = stored.exact_cases(widths, seed=seed, **exact_cfg, store=store, verify=store_verify,
-                           verify_max_width=store_verify_max_width)
-spectra_rows = [{"width": c["width"], "n_params": c["n_params"], "kind": "GGN" if kind == "ggn" else "Hessian",
-                 **c["summary"][kind]} for c in cases for kind in ("hessian", "ggn")]
-display(book.table(pd.DataFrame(spectra_rows), {
-    "width": ("width", "d"), "n_params": ("parameters", ","), "kind": "curvature",
-    "lambda_max": ("largest eigenvalue", ".3g"), "n_outliers": ("outliers", "d"),
-    "frac_below_damping": ("below damping", ".1%"), "frac_negative": ("negative (< −λ)", ".1%"),
-    "effective_dim": ("effective dimension", ".1f"), "effective_frac": ("effective dim. / P", ".1%")},
-    caption="Exact spectra at the natural damping λ = weight decay"))
-
-fig, axes = book.subplots(1, 2, panel_height=3.4, sharey=True)
-for ax, key, title in [(axes[0], "hess_eigs", "Hessian (|λ|; × = negative)"), (axes[1], "ggn_eigs", "GGN")]:
-    for i, c in enumerate(cases):
-        e = np.sort(c[key])[::-1]
-        rank = np.arange(1, e.size + 1) / e.size
-        ax.plot(rank, np.maximum(np.abs(e), 1e-12), color=f"C{i}", label=f"w={c['width']} (P={c['n_params']})")
-        if key == "hess_eigs":
-            neg = e < -weight_decay
-            ax.plot(rank[neg], np.abs(e[neg]), "x", ms=3, color=f"C{i}")
-    ax.axhline(weight_decay, color="k", ls="--", lw=1, label="damping λ")
-    ax.set(yscale="log", xlabel="eigenvalue rank / P", title=title, ylim=(1e-10, None))
-axes[0].set_ylabel("eigenvalue")
-fig.legend(*axes[1].get_legend_handles_labels(), loc="outside lower center", ncols=3)
-glue("fig_exact_spectra", fig, display=False)
-plt.close(fig)
-
-big_exact = cases[-1]
-sg, sh = big_exact["summary"]["ggn"], big_exact["summary"]["hessian"]
-glue("w_max", big_exact["width"], display=False)
-glue("p_max", big_exact["n_params"], display=False)
-glue("ggn_outliers", sg["n_outliers"], display=False)
-glue("ggn_below", 100 * sg["frac_below_damping"], display=False)
-glue("ggn_deff", sg["effective_dim"], display=False)
-glue("ggn_deff_frac", 100 * sg["effective_frac"], display=False)
-glue("hess_neg", 100 * sh["frac_negative"], display=False)
-glue("hess_below", 100 * sh["frac_below_damping"], display=False)
-glue("ggn_below_small", 100 * cases[0]["summary"]["ggn"]["frac_below_damping"], display=False)
-glue("p_small", cases[0]["n_params"], display=False)
+result = spectra.run(params, store, profile)  # the three parts, and claim C5
+glue_values(result)
+display(result.tables["spectra"])
+glue_figure("fig_exact_spectra", spectra.figure_exact_spectra(result, params))
 
 # %% [markdown]
 # ```{glue:figure} fig_exact_spectra
@@ -185,51 +124,7 @@ glue("p_small", cases[0]["n_params"], display=False)
 # width-{glue:text}`w_max` net.
 
 # %%
-# The diagonal matrix of the exact eigenvalues as a matrix-vector product (elementwise, exact).
-check = spectra.slq(lambda v: big_exact["ggn_eigs"] * v, big_exact["n_params"],
-                    n_probes=slq_probes, m=slq_steps, seed=seed)
-big = stored.large_mlp(big_width, seed=seed, n_train=n_train, steps=big_steps, weight_decay=weight_decay,
-                       n_probes=slq_probes, m=slq_steps, n_query=n_query, n_grid=n_grid,
-                       store=store, verify=store_verify)
-# The fraction of eigenvalues with |λ| ≥ 10^t, on a log scale: SLQ estimates exactly this
-# (a sum of quadrature weights), and the log scale shows the outliers (about 1/P each) and
-# the mass below the damping in one picture. A density would show one tall spike, because
-# nearly all of the mass sits far below the damping.
-log_t = np.linspace(-12, 2, 561)
-true_abs = np.sort(np.abs(big_exact["ggn_eigs"]))
-
-
-def slq_above(res):
-    return np.array([res.fraction(lambda x, t=t: np.abs(x) >= 10.0**t) for t in log_t])
-
-
-fig, axes = book.subplots(1, 2, panel_height=3.2, sharey=True)
-axes[0].plot(log_t, 1 - np.searchsorted(true_abs, 10.0**log_t) / true_abs.size, color="0.4", lw=3,
-             label="exact eigenvalues")
-axes[0].step(log_t, slq_above(check), where="post", color="C3", label=f"SLQ ({slq_probes}×{slq_steps} HVPs)")
-axes[0].set(xlabel="log₁₀ λ", ylabel="fraction of eigenvalues ≥ λ", yscale="log",
-            title=f"Check: GGN, width {big_exact['width']}", ylim=(0.3 / big_exact["n_params"], 1.5))
-axes[0].legend(loc="lower left")
-for res, label, color in [(big["hessian"], "Hessian (|λ|)", "C0"), (big["ggn"], "GGN", "C2")]:
-    axes[1].step(log_t, slq_above(res), where="post", color=color, label=label)
-for ax in axes:
-    ax.axvline(np.log10(weight_decay), color="k", ls="--", lw=1, label="damping λ" if ax is axes[1] else None)
-axes[1].set(xlabel="log₁₀ |λ|", title=f"MLP width {big_width}, P = {big['n_params']:,}")
-axes[1].legend(loc="lower left")
-glue("fig_slq_mlp", fig, display=False)
-plt.close(fig)
-
-glue("big_p", big["n_params"], display=False)
-glue("big_below", 100 * big["ggn"].fraction(lambda x: np.abs(x) < weight_decay), display=False)
-glue("big_hess_below", 100 * big["hessian"].fraction(lambda x: np.abs(x) < weight_decay), display=False)
-glue("big_deff", big["ggn"].trace(lambda x: np.clip(x, 0, None) / (np.clip(x, 0, None) + weight_decay)), display=False)
-glue("big_lmax", float(max(n.max() for n in big["ggn"].nodes)), display=False)
-glue("check_below_true", 100 * big_exact["summary"]["ggn"]["frac_below_damping"], display=False)
-glue("check_below_slq", 100 * check.fraction(lambda x: np.abs(x) < weight_decay), display=False)
-# How well the check agrees, in words (2 percentage points of spectral mass below λ).
-check_gap = abs(check.fraction(lambda x: np.abs(x) < weight_decay) - big_exact["summary"]["ggn"]["frac_below_damping"])
-glue("slq_check_words", "SLQ reproduces the known spectrum" if check_gap <= 0.02 else
-     "With this few probes and Lanczos steps SLQ reproduces the known spectrum only roughly", display=False)
+glue_figure("fig_slq_mlp", spectra.figure_slq_mlp(result, params))
 
 # %% [markdown]
 # ```{glue:figure} fig_slq_mlp
@@ -265,47 +160,7 @@ glue("slq_check_words", "SLQ reproduces the known spectrum" if check_gap <= 0.02
 # input to the block is computed once.
 
 # %%
-import torch
-
-torch.manual_seed(seed)
-torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
-glue("lm_tokens_val", lm_tokens, display=False)
-lm = stored.lm_block(lm_source, n_tokens=lm_tokens, n_probes=lm_probes, m=lm_steps, seed=seed,
-                     store=store, verify=store_verify)
-glue("store_words", Markdown(store.describe(
-    "The expensive results of this chapter (per width the exact spectra and the trained parameters; the large "
-    f"MLP's SLQ probes, query points and trained parameters; the LM block's SLQ probes; exact spectra are re-checked "
-    f"only up to width {store_verify_max_width}, since the widest alone takes longer than the rest of the chapter)",
-    ["hessian_exact", "hessian_slq_mlp", "hessian_slq_lm"])), display=False)
-res = lm["slq"]
-lmax = float(max(n.max() for n in res.nodes))
-lmin = float(min(n.min() for n in res.nodes))
-# Spectral mass above a threshold relative to λ_max, on a log scale: the shape of the
-# spectrum without a smoothing width (a density needs one, and shows one spike at 0).
-log_r = np.linspace(-6, 0, 241)
-above = np.array([res.fraction(lambda x, r=r: np.abs(x) >= 10.0**r * lmax) for r in log_r])
-negative = np.array([res.fraction(lambda x, r=r: x <= -(10.0**r) * lmax) for r in log_r])
-fig, ax = book.subplots(panel_height=3.2)
-ax.step(log_r, above, where="post", color="C4", label="|λ| ≥ threshold")
-ax.step(log_r, negative, where="post", color="C1", label="λ ≤ −threshold (negative curvature)")
-for r in (-3, -2):
-    ax.axvline(r, color="k", ls=":", lw=1)
-ax.set(xlabel="log₁₀(threshold / λ_max)", ylabel="fraction of spectral mass", yscale="log",
-       ylim=(0.3 / lm["dim"], 1.5), title=f"{lm['name']}: last block ({lm['dim']:,} parameters)")
-ax.legend(loc="lower left")
-glue("fig_slq_lm", fig, display=False)
-plt.close(fig)
-glue("lm_name", lm["name"], display=False)
-glue("lm_dim", lm["dim"], display=False)
-glue("lm_loss", lm["loss"], display=False)
-glue("lm_lmax", lmax, display=False)
-glue("lm_lmin", lmin, display=False)
-for eps, key in [(1e-3, "lm_bulk3"), (1e-2, "lm_bulk2")]:
-    glue(key, 100 * res.fraction(lambda x, e=eps: np.abs(x) < e * lmax), display=False)
-glue("lm_neg", 100 * res.fraction(lambda x: x < -1e-2 * lmax), display=False)
-glue("lm_shape_words", "the same outliers-plus-bulk shape as the MLPs"
-     if res.fraction(lambda x: np.abs(x) < 1e-2 * lmax) > 0.9 else
-     "unlike the MLPs, no dominant bulk near zero in this build's model and settings", display=False)
+glue_figure("fig_slq_lm", spectra.figure_slq_lm(result))
 
 # %% [markdown]
 # ```{glue:figure} fig_slq_lm
@@ -329,10 +184,6 @@ glue("lm_shape_words", "the same outliers-plus-bulk shape as the MLPs"
 # With {glue:text}`lm_probes_val` probes of {glue:text}`lm_steps_val` steps these are coarse
 # estimates.
 
-# %% tags=["remove-cell"]
-glue("lm_probes_val", lm_probes, display=False)
-glue("lm_steps_val", lm_steps, display=False)
-
 # %% [markdown]
 # ## 3. From spectrum to estimator: how close is gᵀ(H+λI)⁻¹g to λ⁻¹‖g‖²?
 #
@@ -346,55 +197,8 @@ glue("lm_steps_val", lm_steps, display=False)
 # {glue:text}`slq_steps_val`-step Lanczos quadrature from $g$ is checked against it.
 
 # %%
-glue("slq_steps_val", slq_steps, display=False)
-glue("n_train_val", n_train, display=False)
-glue("n_query_val", n_query, display=False)
-fig, axes = book.subplots(1, 2, panel_height=3.2)
-for i, c in enumerate(cases):
-    axes[0].plot(dampings, c["rho"], "o-", ms=3, color=f"C{i}", label=f"w={c['width']} (P={c['n_params']})")
-    axes[1].plot(dampings, c["median_rel_error"], "o-", ms=3, color=f"C{i}")
-axes[0].plot([weight_decay], [big["rho"]], "k*", ms=10, label=f"P={big['n_params']:,} (Woodbury)")
-axes[1].plot([weight_decay], [big["median_rel_error"]], "k*", ms=10)
-for ax in axes:
-    ax.axvline(weight_decay, color="k", ls="--", lw=1)
-    ax.set(xscale="log", xlabel="damping λ")
-axes[0].set(ylabel="Spearman ρ(exact, isotropic)", title="Ranking agreement")
-axes[1].set(yscale="log", ylabel="median relative error", title="Magnitude: λ⁻¹‖g‖² / exact − 1")
-fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=3)
-glue("fig_damping", fig, display=False)
-plt.close(fig)
-
-j0 = int(np.argmin(np.abs(np.log(np.array(dampings) / weight_decay))))
-rho_c5, lo_c5, hi_c5 = stats.bootstrap_spearman(big_exact["exact"], big_exact["isotropic"], n_boot=n_boot, seed=seed)
-glue("c5_rho", rho_c5, display=False)
-glue("c5_lo", lo_c5, display=False)
-glue("c5_hi", hi_c5, display=False)
-glue("c5_rel", float(np.median(big_exact["isotropic"] / big_exact["exact"] - 1)), display=False)
-glue("rho_small_lam", big_exact["rho"][0], display=False)
-glue("lam_small", float(dampings[0]), display=False)
-glue("rho_big_lam", big_exact["rho"][-1], display=False)
-glue("rel_big_lam", big_exact["median_rel_error"][-1], display=False)
-glue("lam_big", float(dampings[-1]), display=False)
-glue("rho_w_min", cases[0]["rho"][j0], display=False)
-glue("big_rho", big["rho"], display=False)
-glue("big_rel", big["median_rel_error"], display=False)
-big_rho, big_lo, big_hi = stats.bootstrap_spearman(big["exact"], big["isotropic"], n_boot=n_boot, seed=seed)
-glue("big_rho_lo", big_lo, display=False)
-glue("big_rho_hi", big_hi, display=False)
-glue("big_lanczos_err", float(np.median(np.abs(big["lanczos"] / big["exact"] - 1))), display=False)
-glue("big_rho_lanczos", big["rho_lanczos"], display=False)
-glue("big_rank_share", 100 * big["rank_share"], display=False)
-lanczos_err = float(np.median(np.abs(big["lanczos"] / big["exact"] - 1)))
-glue("lanczos_verdict", "the quadrature adds no visible error" if lanczos_err < 1e-3
-     else "part of any gap between the Lanczos and the exact ranking is quadrature error", display=False)
-glue("big_vs_small", ("lower than" if big_hi < rho_c5 else "higher than" if big_lo > rho_c5 else "consistent with")
-     + f" the width-{big_exact['width']} net's", display=False)
-rho_table = pd.DataFrame([{"width": c["width"], "n_params": c["n_params"],
-                           **{f"lam{j}": c["rho"][j] for j in range(0, len(dampings), 2)}} for c in cases])
-display(book.table(rho_table, {"width": ("width", "d"), "n_params": ("parameters", ","),
-                               **{f"lam{j}": (f"λ = {dampings[j]:.0e}", ".3f")
-                                  for j in range(0, len(dampings), 2)}},
-                   caption="Spearman ρ(exact, isotropic) by width and damping"))
+glue_figure("fig_damping", spectra.figure_damping(result, params))
+display(result.tables["rho"])
 
 # %% [markdown]
 # ```{glue:figure} fig_damping
@@ -430,19 +234,6 @@ display(book.table(rho_table, {"width": ("width", "d"), "n_params": ("parameters
 # scale), not as a calibrated variance. *Small damping*: as λ → 0 (weak prior or much data)
 # more eigenvalues exceed λ and the ranking degrades (at λ = {glue:text}`lam_small:.0e`:
 # ρ = {glue:text}`rho_small_lam:.3f`).
-
-# %%
-c5 = record(Measurement(
-    "C5", float(rho_c5), (float(lo_c5), float(hi_c5)),
-    settings={"profile": profile, "width": big_exact["width"], "n_params": big_exact["n_params"],
-              "damping": weight_decay, "n_queries": int(len(big_exact["exact"])), "n_train": n_train, "seed": seed},
-    details={"ggn_summary": big_exact["summary"]["ggn"], "hessian_summary": big_exact["summary"]["hessian"],
-             "rho_by_width": {str(c["width"]): c["rho"][j0] for c in cases},
-             "median_rel_error": float(np.median(big_exact["isotropic"] / big_exact["exact"] - 1)),
-             "large_mlp": {"n_params": big["n_params"], "rho": big["rho"], "median_rel_error": big["median_rel_error"]},
-             "lm_block": {"model": lm["name"], "n_params": lm["dim"], "lambda_max": lmax, "lambda_min": lmin}},
-    evidence={"query_points": int(len(big_exact["exact"])), "seeds": 1}))
-glue("c5_verdict", c5["verdict"], display=False)
 
 # %% [markdown]
 # **Verdict for C5: {glue:text}`c5_verdict`** (rule: the CI of ρ at the chosen damping lies above

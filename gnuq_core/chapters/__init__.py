@@ -21,6 +21,8 @@ __all__ = ["MODULES", "module_for"]
 
 MODULES: dict[str, str] = {
     "01_derivation": "gnuq_core.chapters.derivation",
+    "02_proxy_bias": "gnuq_core.chapters.proxy_bias",
+    "03_hessian_spectra": "gnuq_core.chapters.spectra",
 }
 """Notebook stem -> the module that computes that chapter."""
 

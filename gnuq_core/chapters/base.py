@@ -115,11 +115,14 @@ class Result:
     ----------
     values : dict
         The numbers and words the page shows, by the name the page glues them under.
+    tables : dict
+        The tables the page shows (`gnuq_core.repro.display.table` objects), by name.
     data : dict
         Arrays and objects the chapter's figure functions draw (not glued).
     """
 
     values: dict[str, Any] = field(default_factory=dict)
+    tables: dict[str, Any] = field(default_factory=dict)
     data: dict[str, Any] = field(default_factory=dict)
 
     def __getitem__(self, name: str) -> Any:

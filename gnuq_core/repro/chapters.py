@@ -149,17 +149,9 @@ _SCALING = {"problems": Rule(choices=("two_moons", "gap_regression"), nonempty=T
 # Accepted values per parameter: "*" for every chapter, then per chapter (which wins).
 # A parameter without a rule is only type-checked.
 PARAMETER_RULES: dict[str, dict[str, Rule]] = {
-    "*": {"seed": OPTIONS["seed"], "n_boot": _COUNT, "n_seeds": _COUNT, "n_train": Rule(minimum=2),
-          "train_steps": _COUNT, "weight_decay": _NONNEG, "n_grid": Rule(minimum=2), "widths": _SIZES,
+    "*": {"seed": OPTIONS["seed"], "n_boot": _COUNT, "n_seeds": _COUNT, "widths": _SIZES,
           "max_new_tokens": OPTIONS["max_new_tokens"], "n_samples": Rule(minimum=1, maximum=OPTIONS["n_samples"].maximum),
           "models": Rule(nonempty=True)},
-    "02_proxy_bias": {"deltas": Rule(nonempty=True), "hidden_width": _COUNT, "k_top": _COUNT,
-                      "text_n_truthfulqa": Rule(minimum=2), "text_seeds": _COUNT, "text_hidden": _COUNT,
-                      "text_steps": _COUNT, "text_weight_decay": _NONNEG},
-    "03_hessian_spectra": {"n_dampings": Rule(minimum=2), "big_width": _COUNT, "big_steps": _COUNT,
-                           "slq_probes": _COUNT, "slq_steps": _COUNT, "n_query": _COUNT,
-                           "lm_source": Rule(choices=("smollm2", "tiny-random")), "lm_tokens": Rule(minimum=2),
-                           "lm_probes": _COUNT, "lm_steps": _COUNT},
     "04_mcmc_validation": {**_BNN, **_VALIDATION},
     "05_scaling": {**_BNN, **_SCALING},
     "06_qa_benchmarks": {"n_truthfulqa": _NONNEG, "n_triviaqa": _NONNEG, "n_mc": _NONNEG,
