@@ -62,76 +62,29 @@
 # ```
 
 # %% tags=["parameters"]
-profile = "quick"
-seed = 0
-n_seeds = 2
-width = 16
-depth = 1
-activation = "tanh"
-prior = "plain"
-alpha = 1.0
-n_train_cls = 100
-noise_cls = 0.2
-n_train_reg = 40
-noise_reg = 0.1
-grid_size_cls = 20
-grid_size_reg = 100
-n_query_in = 200
-num_warmup = 300
-num_samples = 300
-num_chains = 2
-target_accept_cls = 0.8
-target_accept_reg = 0.95
-n_restarts = 3
-n_boot = 500
-store_verify = 2  # stored NUTS references and stored local estimates recomputed from scratch (each)
-store_verify_max_seconds = 300  # the references re-sampled are drawn among those that took at most this long
+profile = "quick"  # injected by the chapter runner
+overrides = {}  # parameters changed from the profile (the runner's --set)
 
 # %% tags=["remove-cell"]
+import warnings
+
+from IPython.display import display
+
+from gnuq_core.chapters import mcmc
+from gnuq_core.chapters.base import glue_figure, glue_values
+from gnuq_core.repro import display as book
 from gnuq_core.repro.provenance import Provenance
 from gnuq_core.store import open_store
-from gnuq_core.store.store import pool_words
-
-prov = Provenance.start()
-store = open_store(profile)  # the results store in the paper edition, the local cache in a preview
-
-# %%
-import warnings
 
 # ArviZ announces its refactor and JAX/NumPyro warn about sequential chains on one CPU device:
 # expected, and not informative for the reader.
 warnings.filterwarnings("ignore", category=FutureWarning)
 warnings.filterwarnings("ignore", category=UserWarning)
 warnings.filterwarnings("ignore", message="IProgress not found")  # no ipywidgets: tqdm falls back to text
-
-import matplotlib.pyplot as plt
-import numpy as np
-import pandas as pd
-from IPython.display import Markdown, display
-from myst_nb import glue
-from tqdm.auto import tqdm
-
-from gnuq_core import stats as metrics
-from gnuq_core.repro import display as book
-from gnuq_core.repro.claims import (C1_MIN_RHO, C3_MIN_DIFFERENCE, SETTING_FAILS_BEYOND, SETTING_WORKS_WITHIN,
-                                    Measurement, judge, record)
-from gnuq_core.bayes.mcmc import NutsSettings
-from gnuq_core.bayes.validation import (PAPER_ESTIMATE, Setting, evaluate, setting_id, stored_local_estimates,
-                                        stored_references)
-
 book.use_book_style()
-seeds = list(range(seed, seed + n_seeds))
-model = dict(width=width, depth=depth, activation=activation, prior=prior, alpha=alpha)
-settings = {
-    "classification": dict(problem="two_moons",
-                           data=dict(n_train=n_train_cls, noise=noise_cls, n_query_in=n_query_in,
-                                     grid_size=grid_size_cls),
-                           nuts=NutsSettings(num_warmup, num_samples, num_chains, target_accept_cls)),
-    "regression": dict(problem="gap_regression",
-                       data=dict(n_train=n_train_reg, noise=noise_reg, n_query_in=n_query_in,
-                                 grid_size=grid_size_reg),
-                       nuts=NutsSettings(num_warmup, num_samples, num_chains, target_accept_reg)),
-}
+prov = Provenance.start()
+store = open_store(profile)  # the results store in the paper edition, the local cache in a preview
+params = mcmc.Params.for_profile(profile, overrides)
 
 # %% [markdown]
 # ## Running the reference and the estimates
@@ -143,23 +96,8 @@ settings = {
 # rebuild reads them back.
 
 # %%
-runs = {}
-jobs = {(t, s): Setting(settings[t]["problem"], settings[t]["data"], model, settings[t]["nuts"], seed=s,
-                        n_restarts=n_restarts) for t in settings for s in seeds}
-refs = stored_references(list(jobs.values()), store=store, verify=store_verify,
-                         verify_max_seconds=store_verify_max_seconds)
-local = stored_local_estimates(list(jobs.values()), store=store, verify=store_verify)
-glue("store_words", Markdown(store.describe(
-    "The NUTS summaries and the MAP fits with their local estimates", ["nuts_reference", "local_estimates"],
-    extra=pool_words([r["timings"]["wall_s"] for r in refs.values()], store_verify_max_seconds, "NUTS references",
-                     "sample"))), display=False)
-for (task, s), setting in tqdm(jobs.items(), desc="settings"):
-    runs[task, s] = evaluate(setting, reference_summary=refs.get(setting_id(setting)),
-                             local=local.get(setting_id(setting)))
-n_params_cls = runs["classification", seeds[0]]["n_params"]
-n_params_reg = runs["regression", seeds[0]]["n_params"]
-glue("n_params_cls", n_params_cls, display=False)
-glue("n_params_reg", n_params_reg, display=False)
+result = mcmc.run(params, store, profile)  # NUTS references, MAP fits, comparisons, claims C1 and C3
+glue_values(result)
 
 # %% [markdown]
 # The classifier has {glue:text}`n_params_cls` parameters and the regression network
@@ -180,28 +118,7 @@ glue("n_params_reg", n_params_reg, display=False)
 # itself.
 
 # %%
-diag_rows = []
-for (task, s), r in runs.items():
-    d = r["nuts"]["diagnostics"]
-    for qname, q in r["q"].items():
-        diag_rows.append({
-            "problem": task, "seed": s, "queries": qname,
-            "divergences": d["divergences"], "tree-depth saturation": d["treedepth_saturation"],
-            "R-hat θ (max)": d["rhat_theta_max"], "R-hat pred (max)": q["diag"]["rhat_pred_max"],
-            "ESS pred (min)": q["diag"]["ess_pred_min"], "split agreement ρ": q["split"]["rho_half"],
-            "MAP ‖∇‖": r["map"].grad_norm,
-        })
-diag = pd.DataFrame(diag_rows)
-display(book.table(diag, {
-    "problem": "problem", "seed": ("seed", "d"), "queries": "queries", "divergences": ("divergences", "d"),
-    "tree-depth saturation": ("tree-depth saturation", ".3g"), "R-hat θ (max)": ("R-hat θ (max)", ".3g"),
-    "R-hat pred (max)": ("R-hat of predictions (max)", ".3g"), "ESS pred (min)": ("ESS of predictions (min)", ".0f"),
-    "split agreement ρ": ("split agreement ρ", ".3f"), "MAP ‖∇‖": ("MAP gradient norm", ".1e")},
-    caption="NUTS diagnostics per problem, seed and query set"))
-glue("total_divergences", int(diag.drop_duplicates(["problem", "seed"])["divergences"].sum()), display=False)
-glue("max_saturation", float(diag["tree-depth saturation"].max()), display=False)
-glue("min_split", float(diag["split agreement ρ"].min()), display=False)
-glue("max_map_grad", float(diag["MAP ‖∇‖"].max()), display=False)
+display(result.tables["diagnostics"])
 
 # %% [markdown]
 # Across all runs there were {glue:text}`total_divergences` divergent transitions, the largest
@@ -213,32 +130,8 @@ glue("max_map_grad", float(diag["MAP ‖∇‖"].max()), display=False)
 # ## Maps: where is each estimate large?
 
 # %%
-def _plot_field(ax, values, data, title, log=True):
-    g = data.grid_shape[0]
-    xs = data.queries["grid"]
-    z = np.log10(np.maximum(values, 1e-300)) if log else values
-    im = ax.pcolormesh(xs[:, 0].reshape(g, g), xs[:, 1].reshape(g, g), z.reshape(g, g), shading="auto",
-                       cmap="viridis")
-    ax.scatter(*data.x_train[data.y_train == 0].T, s=6, c="white", edgecolors="k", linewidths=0.3)
-    ax.scatter(*data.x_train[data.y_train == 1].T, s=6, c="tab:red", edgecolors="k", linewidths=0.3)
-    ax.set_title(title, fontsize=9)
-    ax.set_xticks([]), ax.set_yticks([])
-    plt.colorbar(im, ax=ax, fraction=0.046, pad=0.02)
-
-
-r0 = runs["classification", seeds[0]]
-q0 = r0["q"]["grid"]
-for key, panels in [
-    ("fig_cls_maps", [(q0["ref"]["var_p"], "MCMC Var[p]"), (q0["est"]["iso_p"], "‖∇p‖² (isotropic)"),
-                      (q0["est"]["laplace_p"], "Laplace, p space"), (q0["est"]["aleatoric"], "p(1−p)")]),
-    ("fig_cls_maps_logit", [(q0["ref"]["var_f"], "MCMC Var[f] (logit)"), (q0["est"]["iso_f"], "‖∇f‖² (isotropic)"),
-                            (q0["est"]["laplace_f"], "Laplace, logit space"), (q0["est"]["ggn_f"], "GGN, logit space")]),
-]:
-    fig, axes = book.subplots(2, 2, panel_height=2.9)
-    for ax, (v, t) in zip(axes.ravel(), panels):
-        _plot_field(ax, v, r0["data"], "log10 " + t)
-    glue(key, fig, display=False)
-    plt.close(fig)
+glue_figure("fig_cls_maps", mcmc.figure_cls_maps(result, params, "p"))
+glue_figure("fig_cls_maps_logit", mcmc.figure_cls_maps(result, params, "logit"))
 
 # %% [markdown]
 # ```{glue:figure} fig_cls_maps
@@ -261,39 +154,7 @@ for key, panels in [
 # the gradient norm: there the sigmoid factor is gone and only the geometry of $\nabla_\theta f$ remains.
 
 # %%
-def _band(ax, x, mean, var, label, color, alpha=0.25):
-    sd = np.sqrt(np.maximum(var, 0))
-    ax.plot(x, mean, color=color, lw=1.2, label=label)
-    ax.fill_between(x, mean - 2 * sd, mean + 2 * sd, color=color, alpha=alpha, lw=0)
-
-
-rr = runs["regression", seeds[0]]
-qr = rr["q"]["grid"]
-x = rr["data"].queries["grid"][:, 0]
-xtr = rr["data"].x_train[:, 0]
-gap = (xtr[xtr < 0].max(), xtr[xtr > 0].min())
-ref_var = qr["ref"]["var_f"]
-s2_iso = metrics.fit_isotropic_scale(qr["est"]["iso_f"], ref_var)
-fig, axes = book.subplots(2, 1, panel_height=2.9)
-ax = axes[0]
-_band(ax, x, qr["ref"]["mean_f"], ref_var, "MCMC mean ± 2 sd", "k", 0.15)
-_band(ax, x, qr["est"]["f"], s2_iso * qr["est"]["iso_f"], "MAP ± 2 sd, isotropic σ²‖∇f‖²", "tab:blue")
-_band(ax, x, qr["est"]["f"], qr["est"]["laplace_f"], "MAP ± 2 sd, Laplace", "tab:orange", 0.2)
-ax.scatter(xtr, rr["data"].y_train, s=8, c="k", zorder=3)
-ax.axvspan(*gap, color="grey", alpha=0.15)
-ax.set_ylim(-4, 4), ax.set_xlabel("x (standardised)"), ax.set_ylabel("f")
-ax.legend(loc="upper left", ncols=1)
-ax = axes[1]
-for key, label, c in [("iso_f", "isotropic (σ² fitted)", "tab:blue"), ("laplace_f", "Laplace", "tab:orange"),
-                      ("ggn_f", "GGN", "tab:green"), ("diag_f", "diagonal Laplace", "tab:purple")]:
-    v = qr["est"][key] * (s2_iso if key == "iso_f" else 1.0)
-    ax.plot(x, v, color=c, label=label)
-ax.plot(x, ref_var, "k", lw=2, label="MCMC Var[f]")
-ax.axvspan(*gap, color="grey", alpha=0.15)
-ax.set_yscale("log"), ax.set_xlabel("x (standardised)"), ax.set_ylabel("variance of f")
-ax.legend(ncols=2)
-glue("fig_reg_bands", fig, display=False)
-plt.close(fig)
+glue_figure("fig_reg_bands", mcmc.figure_reg_bands(result, params))
 
 # %% [markdown]
 # ```{glue:figure} fig_reg_bands
@@ -316,47 +177,7 @@ plt.close(fig)
 # g^\top\Sigma_0 g$ (log scale).
 
 # %%
-def _log_ratio(q, key="iso_f"):
-    """log10 of σ²·estimate / MCMC Var[f], σ² fitted on these queries."""
-    est, ref = q["est"][key], q["ref"]["var_f"]
-    return np.log10(np.maximum(metrics.fit_isotropic_scale(est, ref) * est, 1e-300) / np.maximum(ref, 1e-300))
-
-
-def _unexplained(q):
-    """Share of the prior variance gᵀΣ₀g left in the GGN posterior (1 − what the data explain)."""
-    return q["est"]["ggn_f"] / q["est"]["prior_f"]
-
-
-fig, axes = book.subplots(2, 2, panel_height=3.0)
-axes = axes.ravel()
-ax = axes[0]
-ax.plot(x, _log_ratio(qr), color="tab:blue", label="isotropic ‖∇f‖²")
-ax.plot(x, _log_ratio(qr, "ggn_f"), color="tab:green", label="GGN (σ² fitted too)")
-ax.axhline(0, color="k", lw=0.8)
-ax.axvspan(*gap, color="grey", alpha=0.15)
-ax.plot(xtr, np.full_like(xtr, ax.get_ylim()[0]), "|", color="k", ms=8)
-ax.set_xlabel("x (standardised)"), ax.set_ylabel("log10 (σ² × estimate / Var[f])")
-ax.set_title("gap regression: over (>0), under (<0)", fontsize=9), ax.legend()
-ax = axes[1]
-ax.semilogy(x, _unexplained(qr), color="tab:red")
-ax.axvspan(*gap, color="grey", alpha=0.15)
-ax.plot(xtr, np.full_like(xtr, ax.get_ylim()[0]), "|", color="k", ms=8)
-ax.set_xlabel("x (standardised)"), ax.set_ylabel("GGN variance / prior term")
-ax.set_title("gap regression: prior variance left", fontsize=9)
-_plot_field(axes[2], _log_ratio(q0), r0["data"], "two moons: log10 (σ²‖∇f‖² / Var[f])", log=False)
-_plot_field(axes[3], _unexplained(q0), r0["data"], "two moons: log10 (GGN / prior term)")
-glue("fig_overstate", fig, display=False)
-plt.close(fig)
-
-# How strongly does "left unexplained by the data" go with "understated"? Spearman over grid points, mean over seeds.
-overstate = {task: float(np.mean([metrics.spearman(_unexplained(runs[task, s]["q"]["grid"]),
-                                                   _log_ratio(runs[task, s]["q"]["grid"])) for s in seeds]))
-             for task in ("regression", "classification")}
-glue("overstate_reg", overstate["regression"], display=False)
-glue("overstate_cls", overstate["classification"], display=False)
-for key, q in (("reg", qr), ("cls", q0)):
-    glue(f"unexplained_{key}_lo", float(_unexplained(q).min()), display=False)
-    glue(f"unexplained_{key}_hi", float(_unexplained(q).max()), display=False)
+glue_figure("fig_overstate", mcmc.figure_overstate(result, params))
 
 # %% [markdown]
 # ```{glue:figure} fig_overstate
@@ -380,23 +201,7 @@ for key, q in (("reg", qr), ("cls", q0)):
 # ## Scatter: estimate against reference
 
 # %%
-fig, axes = book.subplots(2, 2, panel_height=3.0)
-axes = axes.ravel()
-scat = [(r0["q"]["grid"], "iso_p", "var_p", "two moons: ‖∇p‖² vs Var[p]"),
-        (r0["q"]["grid"], "iso_f", "var_f", "two moons: ‖∇f‖² vs Var[f]"),
-        (r0["q"]["grid"], "laplace_f", "var_f", "two moons: Laplace vs Var[f]"),
-        (rr["q"]["grid"], "iso_f", "var_f", "gap regression: ‖∇f‖² vs Var[f]")]
-for ax, (q, ek, rk, t) in zip(axes, scat):
-    e, ref = q["est"][ek], q["ref"][rk]
-    s2 = metrics.fit_isotropic_scale(e, ref)
-    ax.loglog(s2 * e, ref, ".", ms=3, alpha=0.6)
-    lim = [min((s2 * e).min(), ref.min()), max((s2 * e).max(), ref.max())]
-    ax.plot(lim, lim, "k--", lw=0.8)
-    ax.set_title(f"{t}\nρ = {metrics.spearman(e, ref):.2f}", fontsize=9)
-    ax.set_xlabel("σ² × estimate"), ax.set_ylabel("MCMC reference")
-    ax.tick_params(which="minor", labelbottom=False, labelleft=False)  # narrow log ranges: labels would overlap
-glue("fig_scatter", fig, display=False)
-plt.close(fig)
+glue_figure("fig_scatter", mcmc.figure_scatter(result, params))
 
 # %% [markdown]
 # ```{glue:figure} fig_scatter
@@ -415,83 +220,13 @@ plt.close(fig)
 # variation (with few seeds that level is coarse).
 
 # %%
-comparisons = {
-    ("classification", "p"): ("var_p", ["iso_p", "prior_p", "laplace_p", "ggn_p", "diag_p", "laplace_glm_p",
-                                         "ggn_glm_p", "aleatoric"]),
-    ("classification", "logit"): ("var_f", ["iso_f", "prior_f", "laplace_f", "ggn_f", "diag_f"]),
-    ("regression", "f"): ("var_f", ["iso_f", "prior_f", "laplace_f", "ggn_f", "diag_f"]),
-}
-if prior == "plain":  # the prior covariance is a multiple of I: prior-weighted = isotropic, drop the duplicate
-    comparisons = {k: (rk, [e for e in ek if not e.startswith("prior")]) for k, (rk, ek) in comparisons.items()}
-rows, agree = [], {}
-for (task, space), (ref_key, est_keys) in tqdm(comparisons.items(), desc="correlations"):
-    for qname in ("in", "grid"):
-        for ek in est_keys:
-            for s in seeds:
-                q = runs[task, s]["q"][qname]
-                a = metrics.rank_agreement(q["est"][ek], q["ref"][ref_key], n_boot=n_boot, seed=s)
-                agree[task, space, qname, ek, s] = a
-                rows.append(dict(problem=task, space=space, queries=qname, estimate=ek, seed=s, rho=a.rho,
-                                 rho_lo=a.rho_ci[0], rho_hi=a.rho_ci[1], tau=a.tau,
-                                 ceiling=q["split_f" if space == "logit" else "split"]["rho_half"],
-                                 **metrics.magnitude_view(q["est"][ek], q["ref"][ref_key])))
-long = pd.DataFrame(rows)
-
-summary = []
-for (task, space, qname, ek), grp in long.groupby(["problem", "space", "queries", "estimate"], sort=False):
-    v, (lo, hi), _ = metrics.hierarchical_bootstrap(list(grp["rho"]), [agree[task, space, qname, ek, s].boot
-                                                                       for s in seeds],
-                                                    [np.array(seeds)], how="mean", n_boot=n_boot, seed=seed)
-    summary.append({"problem": task, "space": space, "queries": qname, "estimate": ek,
-                    "ρ (mean over seeds)": f"{v:.3f} [{lo:.3f}, {hi:.3f}]", "τ": grp["tau"].mean(),
-                    "split agreement": grp["ceiling"].mean(),
-                    "median |log10 ratio|": grp["median_abs_log10_ratio"].mean(),
-                    "within 2×": grp["frac_within_2x"].mean()})
-ESTIMATE_NAMES = {"iso_p": "‖∇p‖² (isotropic)", "iso_f": "‖∇f‖² (isotropic)", "laplace_p": "Laplace, delta method",
-                  "laplace_f": "Laplace", "ggn_p": "GGN, delta method", "ggn_f": "GGN",
-                  "laplace_glm_p": "Laplace, GLM predictive", "ggn_glm_p": "GGN, GLM predictive",
-                  "diag_p": "diagonal Laplace",
-                  "diag_f": "diagonal Laplace", "prior_p": "prior-weighted", "prior_f": "prior-weighted",
-                  "aleatoric": "p(1−p) alone"}
-SPACE_NAMES = {"p": "probability", "logit": "logit", "f": "output f"}
-table = pd.DataFrame(summary)
-display(book.table(table, {
-    "problem": "problem", "space": ("space", SPACE_NAMES.get), "queries": "queries",
-    "estimate": ("estimate", ESTIMATE_NAMES.get), "ρ (mean over seeds)": ("ρ, mean over seeds [95% CI, seeds and points resampled]", "", True),
-    "τ": ("Kendall τ", ".3f"), "split agreement": ("split agreement", ".3f"),
-    "median |log10 ratio|": ("median |log10 ratio|", ".3g"), "within 2×": ("share within 2×", ".3g")},
-    caption="Rank agreement of each estimate with the MCMC reference"))
+display(result.tables["agreement"])
 
 # %% [markdown]
 # The last two columns are the **magnitude view**: after fitting the single scale σ² that best maps
 # the estimate onto the reference (in log space), the median factor by which it is off
 # (as |log10 ratio|: 0.3 is a factor 2) and the fraction of queries within a factor 2. An isotropic
 # estimate can rank well and still be off by large, location-dependent factors.
-
-# %%
-def _mean_rho(task, space, qname, ek):
-    return float(long.query("problem == @task and space == @space and queries == @qname and estimate == @ek")
-                 ["rho"].mean())
-
-
-for task, space, qname, ek, key in [
-    ("classification", "p", "grid", "iso_p", "rho_cls_p_grid_iso"),
-    ("classification", "p", "grid", "laplace_p", "rho_cls_p_grid_laplace"),
-    ("classification", "p", "grid", "ggn_glm_p", "rho_cls_p_grid_glm"),
-    ("classification", "p", "in", "ggn_glm_p", "rho_cls_p_in_glm"),
-    ("classification", "p", "grid", "aleatoric", "rho_cls_p_grid_alea"),
-    ("classification", "p", "in", "iso_p", "rho_cls_p_in_iso"),
-    ("classification", "p", "in", "aleatoric", "rho_cls_p_in_alea"),
-    ("classification", "logit", "grid", "iso_f", "rho_cls_f_grid_iso"),
-    ("classification", "logit", "grid", "laplace_f", "rho_cls_f_grid_laplace"),
-    ("classification", "logit", "in", "iso_f", "rho_cls_f_in_iso"),
-    ("classification", "logit", "in", "laplace_f", "rho_cls_f_in_laplace"),
-    ("regression", "f", "grid", "iso_f", "rho_reg_grid_iso"),
-    ("regression", "f", "grid", "laplace_f", "rho_reg_grid_laplace"),
-    ("regression", "f", "in", "iso_f", "rho_reg_in_iso"),
-    ("regression", "f", "in", "laplace_f", "rho_reg_in_laplace"),
-]:
-    glue(key, _mean_rho(task, space, qname, ek), display=False)
 
 # %% [markdown]
 # In numbers (means over seeds):
@@ -531,110 +266,6 @@ for task, space, qname, ek, key in [
 # bootstrap. A seed's data set, MAP and NUTS run vary together, so the seeds, not the query points, are
 # the independent units; the query-points-only interval is given beside it for comparison.
 
-# %%
-c1_vals, c1_boots, c1_logit_vals, c1_logit_boots, c1_labels, c1_seeds = [], [], [], [], [], []
-for (task, s), r in runs.items():
-    ek, rk = PAPER_ESTIMATE[task]
-    space = "p" if task == "classification" else "f"
-    for qname in ("in", "grid"):
-        a = agree[task, space, qname, ek, s]
-        c1_vals.append(a.rho), c1_boots.append(a.boot), c1_labels.append(f"{task}/{qname}/seed{s}")
-        c1_seeds.append(s)
-        if task == "classification":
-            b = agree[task, "logit", qname, "iso_f", s]
-        else:
-            b = a
-        c1_logit_vals.append(b.rho), c1_logit_boots.append(b.boot)
-c1_seeds = np.array(c1_seeds)
-c1, c1_ci, _ = metrics.hierarchical_bootstrap(c1_vals, c1_boots, [c1_seeds], how="median", seed=seed)
-c1_logit, c1_logit_ci, _ = metrics.hierarchical_bootstrap(c1_logit_vals, c1_logit_boots, [c1_seeds], how="median",
-                                                          seed=seed)
-_, c1_points_ci = metrics.combine(c1_vals, c1_boots, how="median", seed=seed)
-
-# C3 against each Laplace baseline: (estimate, baseline, reference)
-C3_BASELINES = {"glm": ("iso_p", "ggn_glm_p", "var_p"), "glm_laplace": ("iso_p", "laplace_glm_p", "var_p"),
-                "delta": ("iso_p", "laplace_p", "var_p"), "logit": ("iso_f", "laplace_f", "var_f")}
-c3_per = {b: ([], []) for b in C3_BASELINES}
-c3_labels, c3_seeds = [], []
-for s in seeds:
-    for qname in ("in", "grid"):
-        q = runs["classification", s]["q"][qname]
-        for b, (ek, bk, rk) in C3_BASELINES.items():
-            d, _, boot = metrics.rank_difference(q["est"][ek], q["est"][bk], q["ref"][rk], n_boot=n_boot, seed=s)
-            c3_per[b][0].append(d), c3_per[b][1].append(boot)
-        c3_labels.append(f"{qname}/seed{s}"), c3_seeds.append(s)
-c3_seeds = np.array(c3_seeds)
-c3_all = {b: metrics.hierarchical_bootstrap(v, bt, [c3_seeds], how="mean", seed=seed)[:2]
-          for b, (v, bt) in c3_per.items()}
-c3, c3_ci = c3_all["glm"]
-c3_vals = c3_per["glm"][0]
-_, c3_points_ci = metrics.combine(c3_vals, c3_per["glm"][1], how="mean", seed=seed)
-
-n_query_min = int(min(len(r["q"][qn]["ref"]["var_f"]) for r in runs.values() for qn in ("in", "grid")))
-n_query_min_cls = int(min(len(runs["classification", s]["q"][qn]["ref"]["var_p"]) for s in seeds
-                          for qn in ("in", "grid")))
-c1_evidence = {"seeds": len(seeds), "settings": len({lab.rsplit("/", 1)[0] for lab in c1_labels}),
-               "query_points": n_query_min}
-c3_evidence = {"seeds": len(seeds), "settings": len({lab.split("/")[0] for lab in c3_labels}),
-               "query_points": n_query_min_cls}
-
-
-def _c3_verdict(b):
-    v, ci = c3_all[b]
-    return judge(Measurement("C3", v, tuple(ci), evidence=c3_evidence))
-
-
-def _fmt(b):
-    v, (lo, hi) = c3_all[b]
-    return f"{v:.3f} [{lo:.3f}, {hi:.3f}]"
-
-
-common = dict(profile=profile, seeds=seeds, model=model, n_train_cls=n_train_cls, n_train_reg=n_train_reg,
-              nuts=dict(num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains))
-e1 = record(Measurement("C1", c1, c1_ci, settings=common,
-                        details=dict(per_setting=dict(zip(c1_labels, c1_vals)),
-                                     logit_space_per_setting=dict(zip(c1_labels, c1_logit_vals)),
-                                     logit_space_median=c1_logit,
-                                     logit_space_ci=list(c1_logit_ci),
-                                     query_points_only_ci=list(c1_points_ci),
-                                     interval="hierarchical bootstrap: seeds, then query points",
-                                     min_split_agreement=float(diag["split agreement ρ"].min())),
-                        note=(f"in logit space (the sigmoid factor removed) the median ρ is {c1_logit:.2f} "
-                              f"[{c1_logit_ci[0]:.2f}, {c1_logit_ci[1]:.2f}]; lowest single setting "
-                              f"{min(c1_vals):.2f}"),
-                        evidence=c1_evidence))
-e3 = record(Measurement("C3", c3, c3_ci, settings=common,
-                        details=dict(baseline="GGN-Laplace, GLM predictive Var[σ(f)], f ~ N(f*, gᵀΣg) (quadrature)",
-                                     per_setting=dict(zip(c3_labels, c3_vals)),
-                                     query_points_only_ci=list(c3_points_ci),
-                                     interval="hierarchical bootstrap: seeds, then query points",
-                                     **{f"{b}_difference": c3_all[b][0] for b in ("glm_laplace", "delta", "logit")},
-                                     **{f"{b}_ci": list(c3_all[b][1]) for b in ("glm_laplace", "delta", "logit")},
-                                     **{f"{b}_per_setting": dict(zip(c3_labels, c3_per[b][0]))
-                                        for b in ("glm_laplace", "delta", "logit")},
-                                     delta_method_verdict=_c3_verdict("delta")),
-                        note=(f"against the delta-method Laplace ((p(1−p))²·gᵀΣg, exact Hessian) the difference is "
-                              f"{_fmt('delta')}, which the same rule judges '{_c3_verdict('delta')}'; against the "
-                              f"exact-Hessian GLM predictive {_fmt('glm_laplace')}; in logit space {_fmt('logit')}"),
-                        evidence=c3_evidence))
-c3_delta, c3_delta_ci = c3_all["delta"]
-c3_glm_laplace, c3_glm_laplace_ci = c3_all["glm_laplace"]
-c3_logit, c3_logit_ci = c3_all["logit"]
-for k, v in dict(c1=c1, c1_lo=c1_ci[0], c1_hi=c1_ci[1], c1_logit=c1_logit, c1_logit_lo=c1_logit_ci[0],
-                 c1_logit_hi=c1_logit_ci[1], c1_points_lo=c1_points_ci[0], c1_points_hi=c1_points_ci[1],
-                 c3=c3, c3_lo=c3_ci[0], c3_hi=c3_ci[1], c3_points_lo=c3_points_ci[0], c3_points_hi=c3_points_ci[1],
-                 c3_delta=c3_delta, c3_delta_lo=c3_delta_ci[0], c3_delta_hi=c3_delta_ci[1],
-                 c3_glm_laplace=c3_glm_laplace, c3_glm_laplace_lo=c3_glm_laplace_ci[0],
-                 c3_glm_laplace_hi=c3_glm_laplace_ci[1], c3_logit=c3_logit,
-                 c3_logit_lo=c3_logit_ci[0], c3_logit_hi=c3_logit_ci[1]).items():
-    glue(k, float(v), display=False)
-glue("c1_verdict", e1["verdict"], display=False)
-glue("c3_verdict", e3["verdict"], display=False)
-glue("c3_delta_verdict", _c3_verdict("delta"), display=False)
-glue("c1_min_rho", C1_MIN_RHO, display=False)
-glue("c3_min_difference", C3_MIN_DIFFERENCE, display=False)
-glue("c1_n_seeds", len(seeds), display=False)
-
 # %% [markdown]
 # - **C1**: median ρ = {glue:text}`c1:.3f` (95% CI {glue:text}`c1_lo:.3f`–{glue:text}`c1_hi:.3f`):
 #   **{glue:text}`c1_verdict`** by the ledger's rule (CI's lower end ≥ {glue:text}`c1_min_rho`, once
@@ -671,73 +302,10 @@ glue("c1_n_seeds", len(seeds), display=False)
 # why the comparison with the GLM predictive is harder for it.
 
 # %%
-rows_mag = []
-for s in seeds:
-    for qname in ("in", "grid"):
-        q = runs["classification", s]["q"][qname]
-        ref = q["ref"]["var_p"]
-        rows_mag.append(dict(queries=qname, seed=s, var_f=float(np.median(q["est"]["ggn_f"])),
-                             ratio=float(np.median(q["est"]["ggn_glm_p"] / np.maximum(q["est"]["ggn_p"], 1e-300))),
-                             mag_glm=float(np.median(np.abs(np.log10(np.maximum(q["est"]["ggn_glm_p"], 1e-300) / ref)))),
-                             mag_delta=float(np.median(np.abs(np.log10(np.maximum(q["est"]["ggn_p"], 1e-300)
-                                                                        / ref))))))
-mag = pd.DataFrame(rows_mag).groupby("queries").mean(numeric_only=True)
-for qname in ("in", "grid"):
-    glue(f"glm_var_f_{qname}", float(mag.loc[qname, "var_f"]), display=False)
-    glue(f"glm_delta_ratio_{qname}", float(mag.loc[qname, "ratio"]), display=False)
-glue("mag_glm_grid", float(mag.loc["grid", "mag_glm"]), display=False)
-glue("mag_delta_grid", float(mag.loc["grid", "mag_delta"]), display=False)
-
-c3_by_label = {b: dict(zip(c3_labels, c3_per[b][0])) for b in C3_BASELINES}
-per_seed = []
-for label, v, v_logit in zip(c1_labels, c1_vals, c1_logit_vals):
-    task, qname, seed_label = label.split("/")
-    cls = task == "classification"  # C3 is measured in classification only
-    per_seed.append({"problem": task, "queries": qname, "seed": int(seed_label.removeprefix("seed")),
-                     "c1": v, "c1_logit": v_logit,
-                     **{f"c3_{b}": c3_by_label[b][f"{qname}/{seed_label}"] if cls else np.nan
-                        for b in ("glm", "delta", "logit")}})
-per_seed = pd.DataFrame(per_seed)
-display(book.table(per_seed, {
-    "problem": "problem", "queries": "queries", "seed": ("seed", "d"),
-    "c1": ("C1: ρ of the paper's estimate", ".3f"), "c1_logit": ("C1: ρ in logit space", ".3f"),
-    "c3_glm": ("C3: ρ(‖∇p‖²) − ρ(GGN, GLM predictive)", ".3f"),
-    "c3_delta": ("C3 against the delta-method Laplace", ".3f"), "c3_logit": ("C3 in logit space", ".3f")},
-    caption="The claims' numbers per setting (no interval: one data set and one NUTS run each)"))
-c3_per_seed = per_seed.dropna(subset=["c3_glm"]).groupby("seed")["c3_glm"].mean()
-glue("c1_setting_min", float(min(c1_vals)), display=False)
-glue("c1_setting_max", float(max(c1_vals)), display=False)
-glue("c3_seed_min", float(c3_per_seed.min()), display=False)
-glue("c3_seed_max", float(c3_per_seed.max()), display=False)
+display(result.tables["per_setting"])
 
 # %%
-def _verdict_text():
-    names = dict(ESTIMATE_NAMES, iso_p="‖∇p‖²", iso_f="‖∇f‖²")
-    lines = []
-    for (task, space), (ref_key, est_keys) in comparisons.items():
-        iso = est_keys[0]
-        for qname in ("in", "grid"):
-            m = {ek: _mean_rho(task, space, qname, ek) for ek in est_keys}
-            ceiling = float(long.query("problem == @task and space == @space and queries == @qname")["ceiling"].mean())
-            best = max((k for k in m if k != iso), key=m.get)
-            gap = m[iso] - m[best]
-            verdict = ("works: as good as the best alternative" if gap > -SETTING_WORKS_WITHIN else
-                       "works less well than the best alternative" if gap > -SETTING_FAILS_BEYOND
-                       else "fails against the alternatives")
-            if m[iso] < C1_MIN_RHO:
-                verdict = "fails: weak rank agreement"
-            lines.append(f"- {task}, {space} space, `{qname}` queries: {names[iso]} ρ = {m[iso]:.3f} "
-                         f"(best other: {names[best]} {m[best]:.3f}; split agreement of the reference {ceiling:.3f}) "
-                         f"→ {verdict}.")
-            if "aleatoric" in m:
-                lines.append(f"  The sigmoid factor alone, p(1−p), gives {m['aleatoric']:.3f}.")
-    return "\n".join(lines)
-
-
-display(Markdown("**Where the isotropic estimate works and where it fails (computed from this run; "
-                 f"thresholds: within {SETTING_WORKS_WITHIN} of the best alternative = works, more than "
-                 f"{SETTING_FAILS_BEYOND} below = fails, ρ < {C1_MIN_RHO} (C1's rule) = fails):**\n\n"
-                 + _verdict_text()))
+display(result.tables["where_it_works"])
 
 # %% [markdown]
 # ```{admonition} What to take away

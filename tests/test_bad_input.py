@@ -127,7 +127,7 @@ def test_non_utf8_data_file_names_the_file_and_line(tmp_path: Path, dataset: str
 
 def test_out_of_range_chapter_parameter() -> None:
     with pytest.raises(ChapterError, match=r"^01_derivation: parameter n_mc=-5 must be ≥ 1$"):
-        chapters.resolve_parameters("01_derivation", {"n_mc": 10}, {"n_mc": -5})
+        chapters.chapter_parameters("01", "quick", {"n_mc": -5})
 
 
 def test_non_utf8_prompt() -> None:

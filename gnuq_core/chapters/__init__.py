@@ -23,6 +23,7 @@ MODULES: dict[str, str] = {
     "01_derivation": "gnuq_core.chapters.derivation",
     "02_proxy_bias": "gnuq_core.chapters.proxy_bias",
     "03_hessian_spectra": "gnuq_core.chapters.spectra",
+    "04_mcmc_validation": "gnuq_core.chapters.mcmc",
 }
 """Notebook stem -> the module that computes that chapter."""
 

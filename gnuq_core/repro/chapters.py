@@ -141,8 +141,6 @@ _BNN = {"n_seeds": _COUNT, "activation": Rule(choices=("tanh", "relu", "gelu", "
         "grid_size_cls": Rule(minimum=2), "grid_size_reg": Rule(minimum=2), "n_query_in": _COUNT,
         "num_warmup": _COUNT, "num_samples": _COUNT, "num_chains": _COUNT, "n_restarts": _COUNT,
         "store_verify": _NONNEG}  # shared by the NUTS chapters 04 and 05
-_VALIDATION = {"width": _COUNT, "depth": _COUNT, "prior": Rule(choices=("plain", "fan_in")),
-               "target_accept_cls": Rule(above=0, below=1), "target_accept_reg": Rule(above=0, below=1)}
 _SCALING = {"problems": Rule(choices=("two_moons", "gap_regression"), nonempty=True), "widths": _SIZES,
             "depths": _SIZES, "deep_widths": Rule(minimum=1), "priors": Rule(choices=("plain", "fan_in"), nonempty=True)}
 
@@ -152,7 +150,6 @@ PARAMETER_RULES: dict[str, dict[str, Rule]] = {
     "*": {"seed": OPTIONS["seed"], "n_boot": _COUNT, "n_seeds": _COUNT, "widths": _SIZES,
           "max_new_tokens": OPTIONS["max_new_tokens"], "n_samples": Rule(minimum=1, maximum=OPTIONS["n_samples"].maximum),
           "models": Rule(nonempty=True)},
-    "04_mcmc_validation": {**_BNN, **_VALIDATION},
     "05_scaling": {**_BNN, **_SCALING},
     "06_qa_benchmarks": {"n_truthfulqa": _NONNEG, "n_triviaqa": _NONNEG, "n_mc": _NONNEG,
                          "n_cost": _COUNT, "n_layer_questions": _NONNEG, "torch_threads": _THREADS},

@@ -16,7 +16,6 @@ import json
 import os
 import platform
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,9 +62,11 @@ def machine() -> dict[str, str]:
     """CPU, core count and GPU (if torch sees one) of this machine."""
     info = {"platform": platform.platform(), "cpu": platform.processor() or platform.machine(),
             "cores": str(os.cpu_count())}
-    if "torch" in sys.modules:
-        torch = sys.modules["torch"]
-        info["gpu"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is a dependency
+        return info
+    info["gpu"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"
     return info
 
 

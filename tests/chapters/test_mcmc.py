@@ -1,0 +1,61 @@
+"""gnuq_core.chapters.mcmc: chapter 04 at a tiny size through an empty store, without papermill."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest  # noqa: E402
+
+from gnuq_core.chapters import mcmc  # noqa: E402
+from gnuq_core.chapters.base import ChapterError  # noqa: E402
+from gnuq_core.store import Store  # noqa: E402
+
+TINY = mcmc.Params(n_seeds=1, width=3, depth=1, n_train_cls=20, n_train_reg=12, grid_size_cls=5, grid_size_reg=12,
+                   n_query_in=10, num_warmup=20, num_samples=20, num_chains=1, n_restarts=1, n_boot=20,
+                   store_verify=0)
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ch04")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GNUQ_CACHE_DIR", str(root / "cache"))
+        mp.setenv("GNUQ_OUTPUT_DIR", str(root / "out"))
+        mp.setenv("GNUQ_CHAPTER", "04_mcmc_validation")
+        return mcmc.run(TINY, Store(root / "results", label="the test store"), "smoke"), root
+
+
+def test_references_estimates_comparisons_and_claims(ran) -> None:
+    result, root = ran
+    v = result.values
+    assert v["c1_lo"] <= v["c1"] <= v["c1_hi"] and -1 <= v["c1"] <= 1
+    assert v["c3_lo"] <= v["c3"] <= v["c3_hi"]
+    assert v["c1_verdict"] in ("reproduced", "not reproduced", "inconclusive", "partly reproduced")
+    assert {p.parent.name for p in (root / "results").glob("*/*.jsonl")} == {"nuts_reference", "local_estimates"}
+    claims = (root / "out" / "04_mcmc_validation.claims.json").read_text()
+    assert '"C1"' in claims and '"C3"' in claims
+    assert set(result.tables) == {"diagnostics", "agreement", "per_setting", "where_it_works"}
+    assert "Where the isotropic estimate works" in result.tables["where_it_works"].data
+
+
+def test_the_figures_draw(ran) -> None:
+    result, _ = ran
+    figs = [mcmc.figure_cls_maps(result, TINY, "p"), mcmc.figure_cls_maps(result, TINY, "logit"),
+            mcmc.figure_reg_bands(result, TINY), mcmc.figure_overstate(result, TINY), mcmc.figure_scatter(result, TINY)]
+    assert all(fig.axes for fig in figs)
+
+
+def test_the_plain_prior_drops_the_duplicate_estimate() -> None:
+    plain = mcmc.comparisons(mcmc.Params(prior="plain"))
+    assert not any(e.startswith("prior") for _, est in plain.values() for e in est)
+    assert any(e.startswith("prior") for _, est in mcmc.comparisons(mcmc.Params(prior="fan_in")).values() for e in est)
+
+
+def test_params() -> None:
+    with pytest.raises(ChapterError, match="target_accept_cls=1.0 must be < 1"):
+        mcmc.Params(target_accept_cls=1.0)
+    with pytest.raises(ChapterError, match="activation='sigmoid' must be one of"):
+        mcmc.Params(activation="sigmoid")
+    assert mcmc.Params.for_profile("full") == mcmc.Params()
