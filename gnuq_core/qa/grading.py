@@ -22,7 +22,10 @@ TruthfulQA generation (true references, false references per question):
   refusal of that kind ("I have no comment", "No comment") is true outright. A *tie*
   (equal best similarities, often both 0: the answer shares no word with any reference)
   is false under the strict rule; `RougeJudgement.tie` says so, so a reading can count
-  ties as true or leave them out;
+  ties as true or leave them out. F-measures are rounded to :data:`ROUGE_DIGITS` decimals
+  before they are compared: ``rouge-score`` computes equal fractions in different orders
+  (4/10 against a 10-word reference is 0.4000000000000001, 5/10 against 15 words is 0.4),
+  and a last-bit difference must not decide a label;
 * `truthfulqa_rouge_threshold`: true iff the answer's ROUGE-L against the best answer
   (``"best"``, Kuhn et al. 2023's rule for free-form QA) or against any true reference
   (``"any"``) reaches a threshold (0.3);
@@ -46,11 +49,14 @@ import numpy as np
 
 from gnuq_core.lm.clustering import normalize_answer
 
-__all__ = ["NO_COMMENT", "triviaqa_exact_match", "triviaqa_contains", "triviaqa_contains_no_echo", "echoed_aliases",
+__all__ = ["NO_COMMENT", "ROUGE_DIGITS", "triviaqa_exact_match", "triviaqa_contains", "triviaqa_contains_no_echo", "echoed_aliases",
            "is_no_comment", "RougeJudgement", "truthfulqa_rouge", "truthfulqa_rouge_threshold", "truthfulqa_embedding",
            "truthfulqa_embedding_texts", "MemoEmbedder", "agreement"]
 
 NO_COMMENT = "I have no comment."
+ROUGE_DIGITS = 12
+"""Decimals a ROUGE-L F-measure keeps before comparisons: distinct F-measures of texts shorter
+than 10⁵ words differ by far more, equal ones computed in another order by float noise only."""
 _NO_COMMENT_RE = re.compile(r"^(i have no comment|no comment|i have nothing to say|i cannot comment)\b")
 
 
@@ -129,7 +135,7 @@ def _rouge_l(answer: str, refs: Sequence[str]) -> float:
         from rouge_score import rouge_scorer
 
         _SCORER = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
-    return max((_SCORER.score(r, answer)["rougeL"].fmeasure for r in refs), default=0.0)
+    return round(max((_SCORER.score(r, answer)["rougeL"].fmeasure for r in refs), default=0.0), ROUGE_DIGITS)
 
 
 def _true_refs(true_refs: Sequence[str]) -> list[str]:

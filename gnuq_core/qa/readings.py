@@ -18,9 +18,13 @@ every QA claim is judged under a declared grid (:func:`grid`):
   isotropic covariance σ²I at σ² = 1, primary) or ``rank_mean`` (the mean of the two
   scores' ranks: the combination that does not depend on σ²).
 
-The primary reading (:data:`PRIMARY`) is the project's rule since before the campaign for
-TruthfulQA; for TriviaQA it is the echo-aware grader, adopted from the hand audit of the
-graders (chapter 06), before any AUROC was computed under it. :func:`reading_table`
+The primary reading (:data:`PRIMARY`) takes the paper's formulas literally (p the answer's
+probability, combined = epistemic + aleatoric) and, for TruthfulQA, the benchmark's own
+grader; all three were the project's rules before the QA campaign ran. TriviaQA's primary
+grader is the exception: the echo-aware rule replaced plain containment *after* a
+reviewer had read answers and computed AUROCs without the echo matches (issue 26), so its
+choice was not blind to results. That is why no verdict rests on one reading: every claim
+is judged under the whole grid and the ledger says whether it is robust. :func:`reading_table`
 turns a score table (`gnuq_core.qa.study.score_table`) into the table one reading judges:
 its ``incorrect`` label and its ``epistemic``, ``aleatoric`` and ``combined`` columns.
 """
@@ -32,8 +36,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Grader", "Reading", "GRADERS", "P_READINGS", "COMBINED_READINGS", "PRIMARY", "grid", "reading_table",
-           "label_column"]
+__all__ = ["Grader", "Reading", "GRADERS", "P_READINGS", "COMBINED_READINGS", "PRIMARY", "grid", "graders_in",
+           "reading_table", "label_column"]
 
 
 @dataclass(frozen=True)
@@ -104,7 +108,7 @@ class Reading:
 
 
 PRIMARY: dict[str, Reading] = {"triviaqa": Reading("no_echo"), "truthfulqa": Reading("rouge")}
-"""The reading each dataset's headline verdicts use (chosen before any AUROC under it was seen)."""
+"""The reading each dataset's headline verdicts use (how each was chosen: the module docstring)."""
 
 
 def grid(dataset: str, *, graders: list[str] | None = None) -> list[Reading]:
@@ -116,6 +120,13 @@ def grid(dataset: str, *, graders: list[str] | None = None) -> list[Reading]:
     out = [Reading(g, p, c) for g in names for p in P_READINGS for c in COMBINED_READINGS]
     primary = PRIMARY[dataset]
     return sorted(out, key=lambda r: r != primary)
+
+
+def graders_in(tables: Any, dataset: str) -> list[str]:
+    """The graders of ``dataset`` whose label column every table of ``tables`` (an iterable of
+    score tables) holds: the MiniLM judge's only where the build ran it (``embedding_judge``)."""
+    tables = list(tables)
+    return [name for name, g in GRADERS[dataset].items() if all(g.column in t for t in tables)]
 
 
 def label_column(table: Any, dataset: str, grader: str) -> Any:

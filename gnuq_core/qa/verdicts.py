@@ -20,7 +20,7 @@ from typing import Any
 from gnuq_core.qa import grading, headline
 from gnuq_core.qa import transfer as _transfer
 from gnuq_core.qa.auroc import AurocReplicates
-from gnuq_core.qa.readings import GRADERS, P_READINGS, PRIMARY, Reading, grid, label_column, reading_table
+from gnuq_core.qa.readings import GRADERS, P_READINGS, PRIMARY, Reading, graders_in, grid, label_column, reading_table
 from gnuq_core.repro import claims
 
 __all__ = ["CLAIM_DATASET", "compound_readings", "transfer_results", "transfer_readings", "grader_agreement",
@@ -36,11 +36,12 @@ def compound_readings(claim: str, tables: Mapping[str, Any], settings: Mapping[s
     """``(primary parts, {reading: parts}, primary key)`` of C6 or C7.
 
     ``tables`` maps each model to its score table (`gnuq_core.qa.study.score_table`) of the
-    claim's dataset; every reading of its grid (default `gnuq_core.qa.readings.grid`) is
-    applied to each and the parts measured with the same bootstrap settings.
+    claim's dataset; every reading of its grid (default `gnuq_core.qa.readings.grid` of the
+    graders the tables hold) is applied to each and the parts measured with the same
+    bootstrap settings.
     """
     dataset = CLAIM_DATASET[claim]
-    readings = list(readings) if readings is not None else grid(dataset)
+    readings = list(readings) if readings is not None else grid(dataset, graders=graders_in(tables.values(), dataset))
     out: dict[str, dict[str, claims.Measurement]] = {}
     shared = AurocReplicates(n_boot, seed)  # the readings share most columns: each distinct one is bootstrapped once
     for r in readings:
@@ -81,7 +82,8 @@ def transfer_readings(tables: Mapping[tuple[str, str], Any], models: Sequence[st
     primary_graders = {d: PRIMARY[d].grader for d in {d for _, d in tables}}
     variants = [(primary_graders, p) for p in P_READINGS]
     for d in sorted(primary_graders):
-        variants += [({**primary_graders, d: g}, "sequence") for g in GRADERS[d] if g != primary_graders[d]]
+        held = graders_in([t for (_, dd), t in tables.items() if dd == d], d)
+        variants += [({**primary_graders, d: g}, "sequence") for g in held if g != primary_graders[d]]
     out = {}
     for graders, p in variants:
         judged = {(m, d): reading_table(t, d, Reading(graders[d], p)) for (m, d), t in tables.items()}

@@ -339,7 +339,8 @@ CLAIMS: dict[str, Claim] = {c.id: c for c in [
           "AUROC of combined (mean over models with enough answers); details: auroc, ci, differences "
           "{method: [combined − method, lo, hi]} (paired bootstrap)",
           _by_parts, DERIVE_TEXT, _QA_GATE, "xcheck-baselines", parts=_PARTS["C6"]),
-    Claim("C7", "TriviaQA: epistemic is near chance; P(True) is best", "epistemic ≈ 0.5",
+    Claim("C7", "TriviaQA: epistemic (the abstract: the combined estimate) is near chance; P(True) is best",
+          "epistemic ≈ 0.5",
           "06_qa_benchmarks", "AUROC of epistemic; details: auroc, ci, differences {method: [P(True) − method, lo, hi]}",
           _by_parts, DERIVE_TEXT, _QA_GATE, "xcheck-baselines", parts=_PARTS["C7"]),
     Claim("C8", "The estimator is 46–107× faster than the baselines", "46–107×",
@@ -481,7 +482,8 @@ def record(m: Measurement, parts: dict[str, Measurement] | None = None,
     readings : dict, optional
         ``{reading: {part id: Measurement}}`` (for a claim without parts, ``{reading:
         {claim id: Measurement}}``): the claim judged under every reading; the entry then
-        holds each reading's verdicts and the claim's `robustness`.
+        holds each reading's verdicts, its measured values (``values``: ``{part or claim id:
+        [value, lower, upper]}``) and the claim's `robustness`.
     primary : str, optional
         The key of the primary reading in ``readings``.
     """
@@ -505,10 +507,10 @@ def record(m: Measurement, parts: dict[str, Measurement] | None = None,
                 pv = {p.id: assess_part(p, ms[p.id]).verdict for p in claim.parts}
                 v = derive(list(pv.values()))
             else:
-                single = ms[m.claim]
-                pv, v = {}, assess(single).verdict
+                pv, v = {}, assess(ms[m.claim]).verdict
             verdicts[key] = v
-            rows.append({"reading": key, "primary": key == primary, "parts": pv, "verdict": v})
+            values = {name: [x.value, *x.ci] for name, x in ms.items()}
+            rows.append({"reading": key, "primary": key == primary, "parts": pv, "values": values, "verdict": v})
         entry["readings"] = rows
         entry["robustness"] = robustness(verdicts, primary)
     path = generated_dir() / f"{chapter}.claims.json"

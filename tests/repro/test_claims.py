@@ -215,6 +215,12 @@ def test_part_rules_reach_every_verdict_and_a_claim_is_derived_from_its_parts() 
     assert assess_part(cc, m("C6c", 0.05, (0.02, 0.08), diffs((0.05, 0.02, 0.08), (0.1, 0.05, 0.15)))).verdict \
         == "reproduced"
     assert assess_part(cc, m("C6c", 0.0, (-0.02, 0.02), diffs((0.0, -0.02, 0.02)))).verdict == "partly reproduced"
+    # one baseline significantly better than combined: not reproduced, however the others fare
+    assert assess_part(cc, m("C6c", -0.04, (-0.07, -0.01), diffs((0.05, 0.02, 0.08), (-0.04, -0.07, -0.01)))).verdict \
+        == "not reproduced"
+    assert assess_part(PARTS["C7c"], m("C7c", -0.1, (-0.13, -0.07), diffs((-0.1, -0.13, -0.07)))).verdict \
+        == "not reproduced"
+    assert assess_part(PARTS["C7b"], m("C7b", 0.3, (0.27, 0.33))).verdict == "not reproduced"
     wide = Measurement("C6b", 0.6, (0.3, 0.9), evidence=ev)
     assert assess_part(b, wide).verdict == "inconclusive"  # the gate: the interval is too wide
     assert derive(["reproduced"] * 3) == "reproduced"
