@@ -211,7 +211,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
 def _cmd_qa(args: argparse.Namespace) -> int:
     from gnuq_core.qa.data import load_qa
     from gnuq_core.qa.engine import QAConfig, run_benchmark
-    from gnuq_core.repro.records import RecordFile
+    from gnuq_core.repro.records import RecordFile, new_output
     from gnuq_core.repro.shards import distributed, rank_device, shard_path
 
     _check_qa(args)  # every option that can be checked without data or model, so errors come first
@@ -228,10 +228,11 @@ def _cmd_qa(args: argparse.Namespace) -> int:
             args.device = rank_device(world, args.device)
         # Fail on a foreign output file (or another job on this shard) before loading the model.
         out = shard_path(args.out, world.rank, world.size) if world.sharded else args.out
-        check = RecordFile(out, {**asdict(config)})
-        getattr(check, "close", lambda: None)()
-        lm = _load(args)
-        n = run_benchmark(lm, items, config, args.out, progress=not args.no_progress, world=world)
+        with new_output(out):  # a model that cannot be loaded leaves no header-only file behind
+            check = RecordFile(out, {**asdict(config)})
+            getattr(check, "close", lambda: None)()
+            lm = _load(args)
+            n = run_benchmark(lm, items, config, args.out, progress=not args.no_progress, world=world)
     where = f" (rank {world.rank} of {world.size}; shards merged into {args.out})" if world.sharded else ""
     print(f"wrote {n} new records to {args.out}{where} ({len(items)} questions in the slice)")
     return 0

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 __all__ = ["SIGINT_EXIT", "OptionError", "UsageError", "OneLineParser", "Rule", "OPTIONS", "MAX_THREADS", "flag", "group_list", "groups_value", "one_group", "output_path",
-           "finite_problem"]
+           "finite_problem", "size_problem", "MAX_SIZE"]
 
 MAX_THREADS = 4 * (os.cpu_count() or 1)
 """More torch threads than four per core only oversubscribe the machine (and libgomp
@@ -42,6 +42,10 @@ MAX_SEED = 2**32 - 1
 """numpy's and torch's generators take seeds in [0, 2³² − 1] (larger ones wrap or fail)."""
 MAX_COUNT = 2**53
 """Any count above this is not exactly representable as a float (JSON, numpy): a typo."""
+MAX_SIZE = 10**6
+"""A chapter's sizes and counts (seeds, samples, widths, grid sizes, resamples) and the
+benchmark's: the paper edition's largest is 20,000; a million more of anything exhausts
+memory or days of compute on the machines gnuq targets."""
 
 
 SIGINT_EXIT = 130
@@ -64,6 +68,22 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"error: {message} (see {self.prog} --help)\n")
 
 
+def size_problem(value: Any) -> str | None:
+    """Why a whole number nested anywhere in ``value`` is too large for a size (`MAX_SIZE`), or None:
+    the ceiling of chapter parameters whose own rule sets no maximum."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, numbers.Integral):
+        return None if abs(int(value)) <= MAX_SIZE else (f"must be ≤ {MAX_SIZE:,} (more exhausts memory or days of "
+                                                         "compute)")
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else ()
+    for v in items:
+        why = size_problem(v)
+        if why is not None:
+            return f"element {v!r} {why}" if not isinstance(v, (list, tuple, dict)) else why
+    return None
+
+
 def finite_problem(value: Any) -> str | None:
     """Why a number nested anywhere in ``value`` (lists, tuples, dict values) cannot be used, or None."""
     if isinstance(value, bool):
@@ -78,6 +98,11 @@ def finite_problem(value: Any) -> str | None:
         if why is not None:
             return f"element {v!r} {why}" if not isinstance(v, (list, tuple, dict)) else why
     return None
+
+
+def _bound(x: float) -> str:
+    """A bound as people write it: ``1,000,000`` rather than ``1e+06``, ``0.0001``, ``8192``."""
+    return f"{int(x):,}" if float(x).is_integer() and abs(x) >= 1e5 else f"{x:g}"
 
 
 @dataclass(frozen=True)
@@ -116,13 +141,13 @@ class Rule:
             if self.integer and not isinstance(value, numbers.Integral):
                 return "must be a whole number"
             if self.minimum is not None and value < self.minimum:
-                return f"must be ≥ {self.minimum:g}"
+                return f"must be ≥ {_bound(self.minimum)}"
             if self.maximum is not None and value > self.maximum:
-                return f"must be ≤ {self.maximum:g}" + (f" ({self.why_maximum})" if self.why_maximum else "")
+                return f"must be ≤ {_bound(self.maximum)}" + (f" ({self.why_maximum})" if self.why_maximum else "")
             if self.above is not None and value <= self.above:
-                return f"must be > {self.above:g}"
+                return f"must be > {_bound(self.above)}"
             if self.below is not None and value >= self.below:
-                return f"must be < {self.below:g}"
+                return f"must be < {_bound(self.below)}"
             return finite_problem(value)
         elif self.integer or self.minimum is not None or self.maximum is not None:
             return f"must be a number, not {type(value).__name__}"
@@ -149,6 +174,8 @@ OPTIONS: dict[str, Rule] = {
     "seed": Rule(minimum=0, maximum=MAX_SEED, integer=True, why_maximum="what the random generators take"),
     "threshold": Rule(minimum=0, maximum=1),
     "count": Rule(minimum=1, maximum=MAX_COUNT, integer=True),
+    "size": Rule(minimum=1, maximum=MAX_SIZE, integer=True,
+                 why_maximum="more exhausts memory or days of compute; the paper edition's largest size is 20,000"),
     "nonnegative_count": Rule(minimum=0, maximum=MAX_COUNT, integer=True),
 }
 """Rules of the options the entry points share, by their library name. This module imports

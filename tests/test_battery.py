@@ -21,7 +21,7 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from gnuq_core.options import MAX_THREADS, OPTIONS, Rule  # noqa: E402
+from gnuq_core.options import MAX_SIZE, MAX_THREADS, OPTIONS, Rule  # noqa: E402
 from tests.test_faults import _call, _snapshot, place  # noqa: E402,F401  (place: the shared fixture)
 
 SETTINGS = settings(max_examples=25, deadline=None, derandomize=True,
@@ -40,7 +40,9 @@ NUMERIC_FLAGS = [
     ("gnuq", QA + ["--out", "{out}"], "--threshold", "threshold"),
     ("gnuq", ["score", "--model", "{chat}", "Q?"], "--max-new-tokens", "max_new_tokens"),
     ("bench", BENCH, "--threads", "threads"),
-    ("bench", BENCH, "--questions", "count"),
+    ("bench", BENCH, "--questions", "size"),
+    ("bench", BENCH, "--repeats", "size"),
+    ("bench", BENCH, "--sweep-repeats", "size"),
     ("bench", BENCH, "--samples", "n_samples"),
     ("study", ["fill", "--dataset", "triviaqa"], "--threads", "threads"),
     ("study", ["fill", "--dataset", "triviaqa"], "--verify", "nonnegative_count"),
@@ -103,6 +105,30 @@ def test_a_bad_value_of_any_numeric_option_is_one_line_before_anything_loads(
     out, err = capfd.readouterr()
     _one_clean_line(code, err, out)
     assert flag in err and _snapshot(place["outputs"]) == snapshot
+
+
+# A chapter's sizes through the runner's --set (Python literals, inf/nan words as numbers; a list element too)
+CHAPTER_SIZES = [("01", "n_mc"), ("02", "n_seeds"), ("03", "widths"), ("04", "num_samples"), ("05", "num_chains"),
+                 ("07", "repeats")]
+bad_sizes = st.one_of(
+    st.integers(min_value=MAX_SIZE + 1, max_value=10**40).map(str),
+    st.integers(min_value=-10**12, max_value=0).map(str),
+    st.floats(min_value=0.01, max_value=1e6, allow_nan=False).filter(lambda v: v != int(v)).map(repr),
+    st.sampled_from(["nan", "inf", "-inf", "1e999", ".nan", "-.inf", "Infinity", "ten", "", "[]", "{}", "None"]),
+)
+
+
+@pytest.mark.parametrize("chapter, name", CHAPTER_SIZES, ids=[f"{c} {n}" for c, n in CHAPTER_SIZES])
+@SETTINGS
+@given(text=bad_sizes)
+def test_a_bad_chapter_size_is_one_line_before_the_notebook_runs(
+        chapter: str, name: str, text: str, place: dict[str, str], capfd: pytest.CaptureFixture[str]) -> None:
+    value = f"[8,{text}]" if name == "widths" and text not in ("", "[]") else text
+    snapshot = _snapshot(place["outputs"])
+    code = _call("chapters", ["run", chapter, "--out", place["book"], "--set", f"{name}={value}"])
+    out, err = capfd.readouterr()
+    _one_clean_line(code, err, out)
+    assert name in err and _snapshot(place["outputs"]) == snapshot
 
 
 def _number(text: str) -> float | None:

@@ -56,6 +56,7 @@ def place(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     (root / "dupdata" / "triviaqa").mkdir(parents=True)
     (root / "dupdata" / "triviaqa" / "validation.jsonl").write_text("".join(json.dumps(r) + "\n" for r in [rows[0]] * 2))
     from gnuq_core.qa import study
+    from gnuq_core.repro.shards import shard_path
 
     params = study.chapter_parameters("full", {"n_triviaqa": 2})
     store = study.open_store("full", root=root / "badstore")
@@ -64,6 +65,14 @@ def place(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         damaged.parent.mkdir(parents=True, exist_ok=True)
         damaged.write_text(json.dumps({"type": "header", "config": {"model": model}}) + "\n"
                            + json.dumps({"type": "record", "x": 1}) + "\n")
+        # a killed run's shard whose record has no id, and no main file yet: `merge` must not create one
+        shard = shard_path(study.store_file(study._config(model, params), "triviaqa",
+                                            study.open_store("full", root=out / "shardstore")), 0, 2)
+        shard.parent.mkdir(parents=True, exist_ok=True)
+        shard.write_text(json.dumps({"type": "header", "config": {"model": model}}) + "\n"
+                         + json.dumps({"type": "record", "x": 1}) + "\n")
+    os.mkfifo(out / "fifo")
+    (root / "truncated.gguf").write_bytes(b"GGUF\x03\x00\x00\x00" + bytes(1016))  # a header cut short: 1 KB
     unwritable = UNWRITABLE
     if os.geteuid() != 0:
         (root / "readonly").mkdir()
@@ -74,7 +83,8 @@ def place(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
             "outputs": str(out), "out": str(out / "new.jsonl"), "run": str(out / "run.jsonl"),
             "notes": str(out / "notes.txt"), "afile": str(out / "afile"), "book": str(out / "book"),
             "unwritable": unwritable, "root": str(root), "nullconfig": str(out / "nullconfig.jsonl"),
-            "noid": str(out / "noid.jsonl"), "dupdata": str(root / "dupdata"), "badstore": str(root / "badstore")}
+            "noid": str(out / "noid.jsonl"), "dupdata": str(root / "dupdata"), "badstore": str(root / "badstore"),
+            "fifo": str(out / "fifo"), "shardstore": str(out / "shardstore"), "truncated": str(root / "truncated.gguf")}
 
 
 QA = "qa --model {chat} --dataset triviaqa --data-dir {data} --samples 0 --no-p-true --no-progress"
@@ -111,11 +121,36 @@ CASES = [
     ("study-threads-huge", "study", "fill --dataset triviaqa --threads 100000000", r"argument --threads: must be ≤"),
     ("study-where-damaged-store", "study", "where --dataset triviaqa --store-root {badstore} --set n_triviaqa=2",
      r"line 2: a record without an id"),
+    ("study-merge-damaged-shard", "study", "merge --dataset triviaqa --store-root {shardstore} --set n_triviaqa=2",
+     r"rank0of2.jsonl, line 2: a record without an id"),
     ("chapter-value-infinite", "chapters", "run 04 --out {book} --set alpha=1e999",
      r"^error: 04_mcmc_validation: parameter alpha=inf must be a finite number$"),
     ("chapter-value-nan-word", "chapters", "run 04 --out {book} --set alpha=nan", r"alpha=nan must be a finite number"),
     ("chapter-list-infinite", "chapters", "run 02 --out {book} --set deltas=[0.0,1e999]", r"element inf must be a finite"),
     ("chapter-threads-huge", "chapters", "run 07 --out {book} --set threads=100000", r"threads=100000 must be ≤"),
+    ("chapter-list-inf-words", "chapters", "run 02 --out {book} --set deltas=[inf,-inf]",
+     r"^error: 02_proxy_bias: parameter deltas=\[inf, -inf\] element inf must be a finite number$"),
+    ("chapter-list-yaml-nan", "chapters", "run 02 --out {book} --set deltas=[.nan]", r"element nan must be a finite"),
+    ("chapter-size-huge", "chapters", "run 02 --out {book} --set n_seeds=1000000000",
+     r"n_seeds=1000000000 must be ≤ 1,000,000 \(more exhausts memory"),
+    ("chapter-list-size-huge", "chapters", "run 03 --out {book} --set widths=[8,100000000]",
+     r"element 100000000 must be ≤ 1,000,000"),
+    ("chapter-legacy-size-huge", "chapters", "run 05 --out {book} --set num_samples=10000000000",
+     r"num_samples=10000000000 must be ≤ 1,000,000"),
+    ("bench-device-meta", "bench", "--tiny --device meta", r"^error: device 'meta' holds no numbers"),
+    ("bench-device-xpu", "bench", "--tiny --device xpu", r"^error: device 'xpu' is not available"),
+    ("bench-dtype-int8", "bench", "--tiny --dtype int8", r"^error: unknown dtype 'int8'"),
+    ("bench-ladder-huge", "bench", "--tiny --ladder 100000000x100000000", r"'100000000x100000000': must be ≤ 65536"),
+    ("bench-ladder-too-big-for-memory", "bench", "--tiny --ladder 32768x1024",
+     r"'32768x1024': a model of that size needs about .* GiB for its gradient pass, more than half"),
+    ("bench-layouts-huge", "bench", "--tiny --layouts 2x100000", r"'2x100000': must be ≤ \d+ \(4 per core"),
+    ("bench-repeats-huge", "bench", "--tiny --repeats 1000000000", r"argument --repeats: must be ≤ 1,000,000"),
+    ("qa-device-meta", "gnuq", QA + " --out {out} --device meta", r"^error: device 'meta' holds no numbers"),
+    ("qa-device-xpu", "gnuq", QA + " --out {out} --device xpu", r"^error: device 'xpu' is not available"),
+    ("qa-out-fifo", "gnuq", QA + " --out {fifo}", r"fifo is a named pipe \(FIFO\), not a regular file"),
+    ("qa-out-dev-full", "gnuq", QA + " --out /dev/full", r"/dev/full is a character device, not a regular file"),
+    ("qa-model-gguf-truncated", "gnuq", QA.replace("{chat}", "{truncated}") + " --out {out}",
+     r"^error: .*truncated.gguf \(1,024 bytes\) cannot be read as a GGUF model"),
     ("qa-dtype-unknown", "gnuq", QA + " --out {out} --dtype int8", r"unknown dtype 'int8'"),
     ("qa-device-unknown", "gnuq", QA + " --out {out} --device gpu", r"unknown device 'gpu'"),
     ("qa-device-cuda", "gnuq", QA + " --out {out} --device cuda",

@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from gnuq_core.bench.config import BenchConfig
-from gnuq_core.options import MAX_COUNT, SIGINT_EXIT, OneLineParser, Rule, flag, output_path
+from gnuq_core.options import MAX_SIZE, OPTIONS, SIGINT_EXIT, OneLineParser, Rule, flag, output_path
 from gnuq_core.repro.files import WriteFailed, write_atomic
 from gnuq_core.repro.records import check_output_path
 from gnuq_core.bench.subjects import RANDOM_ARCHS
 
-__all__ = ["main", "config_from_args"]
+__all__ = ["main", "config_from_args", "ladder_pair", "layout_pair"]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -35,21 +35,21 @@ def _parser() -> argparse.ArgumentParser:
                    help="model specs: aliases/paths, tiny-llama, random:<arch> (" + ", ".join(RANDOM_ARCHS) + ")")
     p.add_argument("--datasets", nargs="+", default=d.datasets)
     p.add_argument("--data-dir", default=None, type=output_path)
-    p.add_argument("--questions", type=flag("count"), default=d.n_questions, help="questions per dataset")
-    p.add_argument("--repeats", type=flag("count"), default=d.repeats)
+    p.add_argument("--questions", type=flag("size"), default=d.n_questions, help="questions per dataset")
+    p.add_argument("--repeats", type=flag("size"), default=d.repeats)
     p.add_argument("--samples", type=flag("n_samples"), default=d.n_samples, help="N of the timed sampling pass")
     p.add_argument("--max-new-tokens", type=flag("max_new_tokens"), default=d.max_new_tokens)
     p.add_argument("--clusterer", default=d.clusterer, choices=["embedding", "exact"])
     p.add_argument("--answer-lengths", type=flag("max_new_tokens"), nargs="*", default=d.answer_lengths)
     p.add_argument("--prompt-lengths", type=flag("max_new_tokens"), nargs="*", default=d.prompt_lengths)
-    p.add_argument("--sweep-repeats", type=flag("count"), default=d.sweep_repeats)
-    p.add_argument("--ladder", nargs="*", type=_pair, default=[[h, n] for h, n in d.ladder], help="HIDDENxLAYERS ...")
+    p.add_argument("--sweep-repeats", type=flag("size"), default=d.sweep_repeats)
+    p.add_argument("--ladder", nargs="*", type=ladder_pair, default=[[h, n] for h, n in d.ladder], help="HIDDENxLAYERS ...")
     p.add_argument("--no-memory", action="store_true")
     p.add_argument("--no-profile", action="store_true")
     p.add_argument("--no-throughput", action="store_true", help="skip the records/hour runs")
-    p.add_argument("--throughput-questions", type=flag("nonnegative_count"), default=0,
+    p.add_argument("--throughput-questions", type=flag(Rule(minimum=0, maximum=MAX_SIZE, integer=True)), default=0,
                    help="questions per dataset for records/hour (default 0: as --questions)")
-    p.add_argument("--layouts", nargs="+", type=_pair, default=[[a, b] for a, b in d.layouts],
+    p.add_argument("--layouts", nargs="+", type=layout_pair, default=[[a, b] for a, b in d.layouts],
                    help="records/hour layouts PROCESSESxTHREADS (default 1x2 2x1)")
     p.add_argument("--qa-samples", type=flag("n_samples"), default=d.qa_n_samples, help="N of the records/hour runs (default 10)")
     p.add_argument("--qa-max-new-tokens", type=flag("max_new_tokens"), default=d.qa_max_new_tokens)
@@ -68,16 +68,45 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _pair(text: str) -> list[int]:
-    """``AxB`` (``--ladder 64x2``, ``--layouts 2x1``): two whole numbers ≥ 1."""
+def _pair(text: str, first: Rule, second: Rule) -> list[int]:
+    """``AxB``: two whole numbers, each checked by its rule."""
     parts = text.lower().split("x")
     if len(parts) != 2:
         raise argparse.ArgumentTypeError(f"{text!r}: write it as AxB, e.g. 2x1")
-    count = flag(Rule(minimum=1, maximum=MAX_COUNT, integer=True))
     try:
-        return [count(parts[0]), count(parts[1])]
+        return [flag(first)(parts[0]), flag(second)(parts[1])]
     except argparse.ArgumentTypeError as err:
         raise argparse.ArgumentTypeError(f"{text!r}: {err}") from None
+
+
+LADDER_BYTES_PER_WEIGHT = 16
+"""What one weight of a ladder model costs during its gradient pass, in bytes (float32 weight,
+gradient, the optimiser-free backward's activations and a margin)."""
+
+
+def _memory_bytes() -> int:
+    """This machine's physical memory (bytes; 0 where the system does not say)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        return 0
+
+
+def ladder_pair(text: str) -> list[int]:
+    """``--ladder HIDDENxLAYERS``: a random Llama of that size must fit in half this machine's memory
+    (about 12·hidden²·layers weights at `LADDER_BYTES_PER_WEIGHT` bytes each)."""
+    hidden, layers = _pair(text, Rule(minimum=8, maximum=65_536, integer=True), Rule(minimum=1, maximum=1024,
+                                                                                      integer=True))
+    need, have = LADDER_BYTES_PER_WEIGHT * 12 * hidden**2 * layers, _memory_bytes()
+    if have and need > have / 2:
+        raise argparse.ArgumentTypeError(f"{text!r}: a model of that size needs about {need / 2**30:,.0f} GiB for its "
+                                         f"gradient pass, more than half of this machine's {have / 2**30:,.0f} GiB")
+    return [hidden, layers]
+
+
+def layout_pair(text: str) -> list[int]:
+    """``--layouts PROCESSESxTHREADS``: each at most `gnuq_core.options.MAX_THREADS`."""
+    return _pair(text, OPTIONS["threads"], OPTIONS["threads"])
 
 
 def config_from_args(args: argparse.Namespace) -> BenchConfig:
@@ -128,12 +157,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from gnuq_core.bench.report import format_table
     from gnuq_core.bench.run import run
-    from gnuq_core.lm.models import ModelNotFound
+    from gnuq_core.lm.models import ModelNotFound, check_device, check_dtype
     from gnuq_core.qa.data import DataNotFound
 
     try:
         cfg = config_from_args(args)
         check_output_path(args.out)
+        check_device(cfg.device)
+        check_dtype(cfg.dtype)
     except ValueError as err:  # a bad option: one line, no traceback
         print(f"error: {err}", file=sys.stderr)
         return 2

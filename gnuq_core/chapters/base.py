@@ -4,7 +4,8 @@ Each chapter module declares ``Params(ChapterParams)`` whose defaults are the pa
 edition's settings; a profile (``notebooks/profiles/<name>.yml``) only overrides some of
 them. `ChapterParams.resolve` applies a profile and the command line's ``--set`` values,
 and creating the dataclass checks every value: its type (that of the default), its
-`~gnuq_core.options.Rule` (declared with `param`), and that every number is finite. The
+`~gnuq_core.options.Rule` (declared with `param`), that every number is finite and every
+whole number at most `~gnuq_core.options.MAX_SIZE` unless its rule sets a maximum. The
 chapter runner calls it before a notebook runs, so a bad value is one line, not a
 traceback from deep inside a chapter.
 
@@ -19,9 +20,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
-from gnuq_core.options import Rule, finite_problem
+from gnuq_core.options import OPTIONS, Rule, finite_problem, size_problem
 
-__all__ = ["ChapterError", "ChapterParams", "Result", "param", "glue_values", "glue_figure"]
+__all__ = ["ChapterError", "ChapterParams", "Result", "param", "glue_values", "glue_figure", "COUNT", "NONNEG"]
+
+COUNT = OPTIONS["size"]
+"""A count or size of a chapter: a whole number from 1 to `gnuq_core.options.MAX_SIZE`."""
+NONNEG = Rule(minimum=0)
+"""A non-negative number (a precision, a noise level)."""
 
 P = TypeVar("P", bound="ChapterParams")
 
@@ -71,6 +77,8 @@ class ChapterParams:
                 object.__setattr__(self, f.name, float(value))  # 5 where 5.0 is meant
             rule = f.metadata.get("rule")
             why = rule.problem(value) if rule is not None else finite_problem(value)
+            if why is None and (rule is None or rule.maximum is None):
+                why = size_problem(value)  # every whole number has a ceiling, whatever its own rule
             if why is not None:
                 raise ChapterError(f"{self.CHAPTER}: parameter {f.name}={value!r} {why}")
 

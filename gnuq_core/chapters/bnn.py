@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gnuq_core.chapters.base import ChapterParams, param
+from gnuq_core.chapters.base import COUNT, ChapterParams, param
 from gnuq_core.options import Rule
 
-__all__ = ["BnnParams", "COUNT", "ACTIVATIONS", "PRIORS"]
+__all__ = ["BnnParams", "ACTIVATIONS", "PRIORS"]
 
-COUNT = Rule(minimum=1, integer=True)
 ACTIVATIONS = ("tanh", "relu", "gelu", "erf")
 PRIORS = ("plain", "fan_in")
 

@@ -19,12 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from gnuq_core.chapters.base import ChapterParams, Result, param
+from gnuq_core.chapters.base import COUNT, ChapterParams, Result, param
 from gnuq_core.options import Rule
 
 __all__ = ["Params", "run", "QUERY_POINTS", "figure_delta_method", "figure_logspace", "figure_blr", "figure_ntk"]
 
-COUNT = Rule(minimum=1, integer=True)
 QUERY_POINTS = {"inside the data (x = 0.4)": 0.4, "decision boundary (x = 1.57)": 1.57, "far outside (x = 6)": 6.0}
 """Inputs of check (a): where the classifier saw data, its decision boundary, far outside."""
 N_LOGSPACE_INPUTS = 200

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from gnuq_core.chapters.base import Result, param
-from gnuq_core.chapters.bnn import COUNT, PRIORS, BnnParams
+from gnuq_core.chapters.base import COUNT, Result, param
+from gnuq_core.chapters.bnn import PRIORS, BnnParams
 from gnuq_core.options import Rule
 
 __all__ = ["Params", "run", "ESTIMATE_NAMES", "figure_cls_maps", "figure_reg_bands", "figure_overstate",

@@ -19,12 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from gnuq_core.chapters.base import ChapterParams, Result, param
+from gnuq_core.chapters.base import COUNT, NONNEG, ChapterParams, Result, param
 from gnuq_core.options import Rule
 
 __all__ = ["Params", "run", "TEXT_METHODS", "figure_rho_vs_shift", "figure_gain_loss", "figure_text_rho"]
 
-COUNT, NONNEG = Rule(minimum=1, integer=True), Rule(minimum=0)
 TEXT_METHODS = {"proxy_same": "same-source proxy (TruthfulQA)", "proxy_other": "other-source proxy (TriviaQA)",
                 "proxy_same_diag": "same-source proxy, diagonal", "proxy_other_diag": "other-source proxy, diagonal",
                 "reference_diag": "training data, diagonal", "isotropic": "isotropic ‖g‖²"}

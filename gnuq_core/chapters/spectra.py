@@ -21,12 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from gnuq_core.chapters.base import ChapterParams, Result, param
+from gnuq_core.chapters.base import COUNT, ChapterParams, Result, param
 from gnuq_core.options import Rule
 
 __all__ = ["Params", "run", "figure_exact_spectra", "figure_slq_mlp", "figure_slq_lm", "figure_damping"]
 
-COUNT = Rule(minimum=1, integer=True)
 KINDS = ["hessian_exact", "hessian_slq_mlp", "hessian_slq_lm"]
 LOG_T = np.linspace(-12, 2, 561)
 """Thresholds log₁₀ λ of the 'fraction of eigenvalues ≥ λ' curves of the MLPs."""

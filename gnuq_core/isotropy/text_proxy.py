@@ -29,7 +29,6 @@ import numpy as np
 
 from gnuq_core.isotropy import classifier
 from gnuq_core.isotropy import ggn_laplace as curvature
-from gnuq_core.repro.paths import REPO_ROOT
 from gnuq_core.stats import spearman_pair
 
 __all__ = ["data_dir", "load_truthfulqa", "load_triviaqa", "bucket", "make_split", "minilm_dir",
@@ -37,11 +36,13 @@ __all__ = ["data_dir", "load_truthfulqa", "load_triviaqa", "bucket", "make_split
 
 
 def data_dir() -> Path:
-    """The local data folder: ``GNUQ_DATA_DIR`` or ``../shared/data`` beside the repository."""
-    path = Path(os.environ.get("GNUQ_DATA_DIR", REPO_ROOT.parent / "shared" / "data"))
-    if not (path / "truthfulqa" / "TruthfulQA.csv").exists():
+    """The local data folder (`gnuq_core.qa.data.find_data_dir`: ``GNUQ_DATA_DIR`` or ``../shared/data``)."""
+    from gnuq_core.qa.data import find_data_dir
+
+    path = find_data_dir("truthfulqa")
+    if path is None:
         raise FileNotFoundError(
-            f"no TruthfulQA.csv under {path}/truthfulqa/: set GNUQ_DATA_DIR to the folder that holds "
+            "no truthfulqa/TruthfulQA.csv under ../shared/data: set GNUQ_DATA_DIR to the folder that holds "
             "truthfulqa/TruthfulQA.csv and triviaqa/validation.jsonl (see ../shared/data/README.md)")
     return path
 

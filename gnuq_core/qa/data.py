@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gnuq_core.repro.paths import REPO_ROOT
+from gnuq_core.repro.paths import REPO_ROOT, env_path
 
 __all__ = ["QAItem", "DataNotFound", "DATASETS", "find_data_dir", "load_qa", "triviaqa_id"]
 
@@ -74,18 +74,16 @@ def triviaqa_id(question: str) -> str:
 
 
 def find_data_dir(dataset: str, data_dir: str | Path | None = None) -> Path | None:
-    """The first folder (explicit, ``GNUQ_DATA_DIR``, ``../shared/data``) holding ``dataset``."""
+    """The folder holding ``dataset``: ``data_dir`` if given, else ``GNUQ_DATA_DIR`` (blank counts as unset),
+    else ``../shared/data`` beside the repository; None where none is named and the default lacks it,
+    `DataNotFound` where the named one lacks it."""
     rel = DATASETS[dataset]
-    candidates = [Path(data_dir)] if data_dir is not None else []
-    if not candidates and os.environ.get("GNUQ_DATA_DIR"):
-        candidates.append(Path(os.environ["GNUQ_DATA_DIR"]))
-    if not candidates:
-        candidates.append(REPO_ROOT.parent / "shared" / "data")
-    for c in candidates:
-        if (c.expanduser() / rel).is_file():
-            return c.expanduser()
-    if data_dir is not None or os.environ.get("GNUQ_DATA_DIR"):
-        raise DataNotFound(f"{candidates[0] / rel} does not exist: point data_dir / GNUQ_DATA_DIR at a folder "
+    named = Path(data_dir).expanduser() if data_dir is not None else env_path("GNUQ_DATA_DIR")
+    candidate = named or REPO_ROOT.parent / "shared" / "data"
+    if (candidate / rel).is_file():
+        return candidate
+    if named is not None:
+        raise DataNotFound(f"{candidate / rel} does not exist: point data_dir / GNUQ_DATA_DIR at a folder "
                            f"that contains {rel}")
     return None
 

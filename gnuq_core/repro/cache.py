@@ -6,8 +6,6 @@ recomputes, and an unchanged one is read back.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import pickle
 import warnings

@@ -28,11 +28,11 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,7 @@ from typing import Any
 from gnuq_core.chapters import module_for
 from gnuq_core.chapters.base import ChapterError
 from gnuq_core.options import (MAX_THREADS, OPTIONS, SIGINT_EXIT, OneLineParser, OptionError, Rule, finite_problem,
-                               output_path)
+                               output_path, size_problem)
 from gnuq_core.repro.files import DamagedFile, json_type, read_yaml_mapping
 from gnuq_core.repro.paths import REPO_ROOT
 
@@ -169,6 +169,8 @@ def check_values(chapter: str, params: dict[str, Any]) -> None:
     for name, value in params.items():
         rule = parameter_rule(chapter, name)
         why = rule.problem(value) if rule is not None else finite_problem(value)  # every number finite
+        if why is None and (rule is None or rule.maximum is None):
+            why = size_problem(value)  # and every whole number below a ceiling, whatever its own rule
         if why is not None:
             raise ChapterError(f"{chapter}: parameter {name}={value!r} {why}")
 
@@ -240,7 +242,11 @@ def run_chapter(selector: str, profile: str = "quick", out_dir: Path | None = No
             out_dir.mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise ChapterError(f"--out {out_dir}: cannot create the folder ({err.strerror})") from None
-        target = Path(shutil.copyfile(draft, out_dir / f"{source.stem}.ipynb"))
+        try:
+            target = Path(shutil.copyfile(draft, out_dir / f"{source.stem}.ipynb"))
+        except OSError as err:
+            raise ChapterError(f"--out {out_dir}: cannot write {source.stem}.ipynb there ({err.strerror}); "
+                               "free space or choose another folder") from None
     # The kernel inherits this environment. Figures must render inline (as PNG) whatever
     # backend the caller uses (tests set Agg), or glued figures degrade to text. Progress
     # bars are for people at a terminal: in the book they would be stderr output, so the
@@ -260,23 +266,33 @@ def run_chapter(selector: str, profile: str = "quick", out_dir: Path | None = No
     return target
 
 
-NONFINITE_WORDS = ("inf", "+inf", "-inf", "infinity", "-infinity", "nan")
+NONFINITE_WORDS = ("inf", "infinity", "nan")
+"""Words read as floats anywhere in a ``--set`` value (any case, with YAML's leading dot too), so
+``deltas=[inf,-inf]`` reaches the range checks as numbers and is refused as not finite."""
+
+
+class _NonFinite(ast.NodeTransformer):
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        return ast.Constant(float(node.id)) if node.id.lower() in NONFINITE_WORDS else node
+
+
+def _literal(text: str) -> Any:
+    """``text`` as a Python literal in which `NONFINITE_WORDS` are floats; ValueError/SyntaxError if it is none."""
+    text = re.sub(r"(?<![\w.])\.(?=(?:inf|nan)\b)", "", text.strip(), flags=re.IGNORECASE)  # YAML's .inf, .nan
+    return ast.literal_eval(_NonFinite().visit(ast.parse(text, mode="eval")))
 
 
 def parse_overrides(pairs: list[str]) -> dict[str, Any]:
-    """``["n=3", "models=['a']"]`` -> ``{"n": 3, "models": ["a"]}`` (values are Python literals;
-    a bare word is taken as a string)."""
+    """``["n=3", "models=['a']"]`` -> ``{"n": 3, "models": ["a"]}`` (values are Python literals, with
+    ``inf`` and ``nan`` as numbers; a bare word is taken as a string)."""
     out: dict[str, Any] = {}
     for pair in pairs:
         name, sep, text = pair.partition("=")
         if not sep or not name.strip():
             raise ChapterError(f"--set {pair!r}: expected NAME=VALUE, e.g. --set n_truthfulqa=100")
-        if text.strip().lower() in NONFINITE_WORDS:
-            out[name.strip()] = float(text)  # a number, refused by the range checks with the reason
-            continue
         try:
-            out[name.strip()] = ast.literal_eval(text)
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            out[name.strip()] = _literal(text)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             out[name.strip()] = text
     return out
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gnuq_core.repro.files import write_atomic
 from gnuq_core.repro.paths import REPO_ROOT, chapter_name, generated_dir
 
 PAPER_PROFILE = "full"
@@ -118,7 +119,7 @@ class Provenance:
         rec = self.record()
         out = generated_dir()
         out.mkdir(parents=True, exist_ok=True)
-        (out / f"{self.chapter}.provenance.json").write_text(json.dumps(rec, indent=2, default=str))
+        write_atomic(out / f"{self.chapter}.provenance.json", json.dumps(rec, indent=2, default=str))
         return rec
 
     def rows(self) -> list[tuple[str, str]]:

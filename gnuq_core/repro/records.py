@@ -21,6 +21,8 @@ import json
 import os
 import warnings
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +35,7 @@ except ImportError:  # pragma: no cover - not POSIX: no locking
     fcntl = None  # type: ignore[assignment]
 
 __all__ = ["ConfigMismatch", "OutputLocked", "OutputPathError", "RecordFile", "canonical_config", "check_output_path",
+           "new_output",
            "read_records"]
 
 
@@ -285,3 +288,19 @@ def read_records(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]
                 continue
             records[rid], first_line[rid] = obj, n
     return config, list(records.values())
+
+
+@contextmanager
+def new_output(path: str | Path) -> Iterator[None]:
+    """Remove ``path`` again if the block fails before a record reached it and the file did not
+    exist before: a run that stops on a model it cannot load leaves no header-only file behind."""
+    path = Path(path)
+    existed = path.exists()
+    try:
+        yield
+    except BaseException:
+        if not existed and path.is_file():
+            with suppress(OSError, ValueError):
+                if not read_records(path)[1]:
+                    path.unlink()
+        raise

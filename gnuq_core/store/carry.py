@@ -30,6 +30,7 @@ import random
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
+from gnuq_core.repro.files import write_atomic
 from gnuq_core.repro.records import RecordFile
 from gnuq_core.repro.shards import World, read_merged, shard_paths, writer
 from gnuq_core.store import kinds as registry
@@ -146,7 +147,7 @@ def carry_file(store: Any, spec: registry.Kind, orphan: Path, target: Path, conf
             "largest_where": (f"{top['id']} {top['where']}" if top and top.get("where") else None),
             "rules": sorted({v["rule"] for v in verified}),
         }
-        target.with_name(f"{target.stem}.carried.json").write_text(json.dumps(report, indent=1) + "\n")
+        write_atomic(target.with_name(f"{target.stem}.carried.json"), json.dumps(report, indent=1) + "\n")
         for p in [orphan, *shard_paths(orphan), log, *shard_paths(log)]:
             if p.exists():
                 p.unlink()

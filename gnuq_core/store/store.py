@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from gnuq_core.repro.paths import REPO_ROOT, cache_dir
+from gnuq_core.repro.paths import REPO_ROOT, cache_dir, env_path
 from gnuq_core.repro.records import read_records
 from gnuq_core.repro.shards import World, read_merged, writer
 from gnuq_core.store import kinds as registry
@@ -374,7 +374,7 @@ class Store:
         why = (f"{orphan} holds this configuration's items made by other code: carry them across with "
                f"`python -m gnuq_core.store carry {spec.chapter}` (it verifies them), or delete that file to recompute"
                if orphan else "nothing stored yet for this configuration and code version: fill the store "
-               f"(`python -m gnuq_core.store status` shows what is there)")
+               "(`python -m gnuq_core.store status` shows what is there)")
         text = (f"{self.label}: {n} of {total} items of {spec.name} are missing from {_relative(path)} and would be "
                 f"computed from scratch in this build; {why}")
         if self.missing == "error":
@@ -561,7 +561,7 @@ def open_store(profile: str | None = None, *, root: str | Path | None = None) ->
     profile = profile if profile is not None else run_parameters().get("profile")
     carry = os.environ.get("GNUQ_STORE_CARRY", "") not in ("", "0")
     if root is not None or is_paper_edition(profile):
-        root = root or os.environ.get("GNUQ_RESULTS_DIR") or RESULTS
+        root = root or env_path("GNUQ_RESULTS_DIR") or RESULTS
         return Store(root, label="the results store", check=True,
                      missing=os.environ.get("GNUQ_STORE_MISSING", "warn"), carry=carry)
     return Store(cache_dir() / "store", label="the local cache", check=False, missing="compute", carry=False)

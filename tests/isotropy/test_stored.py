@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from gnuq_core.isotropy import damping
-from gnuq_core.isotropy import spectra
 from gnuq_core.isotropy import stored
 from gnuq_core.store import ResultsDisagree, Store
 

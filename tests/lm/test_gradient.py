@@ -206,3 +206,35 @@ def test_only_linear_weights_in_a_group_still_get_their_ghost_norm(models):
         fast = forward_backward(m, PROMPT, ANSWERS[2], groups={"gate": [name]}, per_group=True, ghost=mode)
         assert fast.grad_sq == pytest.approx(per[name], rel=RTOL)
         assert fast.group_sq["gate"] == pytest.approx(per[name], rel=RTOL)
+
+
+def test_inside_inference_mode_the_pass_refuses_instead_of_returning_zero_norms(models):
+    model = models["llama_tied"]
+    with torch.inference_mode(), pytest.raises(RuntimeError, match=r"inside torch.inference_mode\(\)"):
+        forward_backward(model, PROMPT, ANSWERS[2])
+    with torch.no_grad():  # no_grad is fine: the pass turns gradients on for itself
+        assert forward_backward(model, PROMPT, ANSWERS[2]).grad_sq == pytest.approx(
+            forward_backward(model, PROMPT, ANSWERS[2]).grad_sq, rel=1e-12)
+
+
+@pytest.mark.parametrize("ids, where", [([-1, 5], "the prompt"), ([5, 10**6], "the prompt"), ([5], "the answer")])
+def test_token_ids_outside_the_vocabulary_are_refused(models, ids, where):
+    from gnuq_core.lm.prompts import PromptError
+
+    prompt, answer = (ids, [9]) if where == "the prompt" else (PROMPT, [-1])
+    with pytest.raises(PromptError, match=rf"{where}: token id -?\d+ at position \d+ is outside the vocabulary"):
+        forward_backward(models["llama_tied"], prompt, answer)
+
+
+def test_a_model_in_train_mode_gives_its_eval_value_and_stays_in_train_mode():
+    model = tiny_llama(tied=True, seed=5)
+    model.config.attention_dropout = 0.5  # dropout that train mode would apply
+    for layer in model.model.layers:
+        layer.self_attn.attention_dropout = 0.5
+    model.eval()
+    want = forward_backward(model, PROMPT, ANSWERS[15])
+    model.train()
+    runs = [forward_backward(model, PROMPT, ANSWERS[15]) for _ in range(3)]
+    assert model.training
+    assert all(r.grad_sq == pytest.approx(want.grad_sq, rel=1e-12) and r.token_log_probs == pytest.approx(want.token_log_probs, rel=1e-12)
+               for r in runs)

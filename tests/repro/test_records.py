@@ -144,3 +144,15 @@ def test_a_foreign_file_is_refused_and_left_untouched(tmp_path, content):
     with pytest.raises(ConfigMismatch, match="(not a gnuq result file|different configuration)"):
         RecordFile(path, {"a": 1})
     assert path.read_bytes() == content
+
+
+def test_a_line_repeating_a_record_exactly_is_read_once(tmp_path):
+    path = tmp_path / "out.jsonl"
+    rf = RecordFile(path, {"a": 1})
+    rf.append("q1", {"x": 1})
+    rf.append("q2", {"x": 2})
+    rf.close()
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join(lines + [lines[1]]) + "\n")  # q1's line twice (a copy-paste, a merge run twice)
+    assert [r["id"] for r in read_records(path)[1]] == ["q1", "q2"]
+    assert RecordFile(path, {"a": 1}).done == {"q1", "q2"}

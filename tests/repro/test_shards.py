@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -134,3 +135,37 @@ def test_a_shard_killed_before_its_header_holds_nothing(tmp_path):
     with writer(main, {"run": 1}, World(1, 2), ["0", "1", "2", "3"]) as rf:
         rf.append("3", {"v": 3})
     assert [r["id"] for r in read_merged(main)[1]] == ["1", "3"]
+
+
+PEER_SCRIPT = """
+import os, sys
+from gnuq_core.repro.shards import PeerLost, distributed
+with distributed("cpu") as world:
+    if world.rank == 1:
+        os._exit(9)  # killed: never reaches the barrier
+    try:
+        world.barrier()
+    except PeerLost as err:
+        print(err, file=sys.stderr)
+        os._exit(3)
+    os._exit(0)
+"""
+
+
+def test_a_rank_whose_peer_dies_gets_peer_lost_not_a_gloo_traceback(tmp_path):
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "WORLD_SIZE": "2",
+           "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    procs = [subprocess.Popen([sys.executable, "-c", PEER_SCRIPT], env={**env, "RANK": str(r), "LOCAL_RANK": str(r)},
+                              stderr=subprocess.PIPE, text=True) for r in (0, 1)]
+    errs = [p.communicate(timeout=300)[1] for p in procs]
+    assert procs[1].returncode == 9
+    assert procs[0].returncode == 3, errs[0]
+    assert "rank 0 of 2: another rank stopped before reaching the barrier" in errs[0]
+    assert "Traceback" not in errs[0]

@@ -9,7 +9,7 @@ import pytest
 
 from gnuq_core.repro.records import read_records
 from gnuq_core.store import ResultsDisagree, Store, StoreIncomplete, open_store
-from gnuq_core.store.contracts import Chaotic, Exact, GivenInputs, SeedSpread, Within
+from gnuq_core.store.contracts import Chaotic, GivenInputs, SeedSpread, Within
 from tests.store.conftest import demo_kind, write_code
 
 
