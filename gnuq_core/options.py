@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-__all__ = ["SIGINT_EXIT", "OptionError", "UsageError", "OneLineParser", "Rule", "OPTIONS", "MAX_THREADS", "flag", "group_list", "groups_value", "one_group", "output_path",
-           "finite_problem", "size_problem", "MAX_SIZE"]
+__all__ = ["SIGINT_EXIT", "BAD_INPUT_EXIT", "OptionError", "UsageError", "OneLineParser", "run_command", "Rule",
+           "OPTIONS", "MAX_THREADS", "MAX_SIZE", "flag", "group_list", "groups_value", "one_group", "output_path",
+           "finite_problem", "size_problem"]
 
 MAX_THREADS = 4 * (os.cpu_count() or 1)
 """More torch threads than four per core only oversubscribe the machine (and libgomp
@@ -50,6 +51,8 @@ memory or days of compute on the machines gnuq targets."""
 
 SIGINT_EXIT = 130
 """128 + SIGINT: what shells report for a command stopped by Ctrl-C."""
+BAD_INPUT_EXIT = 2
+"""Bad input (an option, a file, a model or data that cannot be used): one ``error:`` line."""
 
 
 class OptionError(ValueError):
@@ -82,6 +85,38 @@ def size_problem(value: Any) -> str | None:
         if why is not None:
             return f"element {v!r} {why}" if not isinstance(v, (list, tuple, dict)) else why
     return None
+
+
+def run_command(body: Callable[[], int], *, interrupted: str | Callable[[], str] = "interrupted",
+                bad_input: tuple[type[BaseException], ...] = (), message: Callable[[BaseException], str] = str) -> int:
+    """Run one command of an entry point under the entry points' one error policy.
+
+    - bad input: a `ValueError` (every gnuq input error is one: options, files, models,
+      prompts, chapters), `FileNotFoundError`, `FloatingPointError` or one of ``bad_input``
+      prints one ``error:`` line (``message(err)``, newlines folded) and returns
+      `BAD_INPUT_EXIT`;
+    - a ``torchrun`` rank that lost its peer (`gnuq_core.repro.shards.PeerLost`) prints its line
+      and returns `~gnuq_core.repro.shards.PEER_LOST_EXIT`;
+    - Ctrl-C prints ``interrupted`` (what was kept, how to resume) and returns `SIGINT_EXIT`;
+    - anything else is a bug: its traceback propagates (exit status 1).
+    """
+    import sys
+
+    try:
+        return body()
+    except KeyboardInterrupt:
+        print(interrupted() if callable(interrupted) else interrupted, file=sys.stderr)
+        return SIGINT_EXIT
+    except Exception as err:  # noqa: BLE001 - sorted below; a bug is raised again
+        from gnuq_core.repro.shards import PEER_LOST_EXIT, PeerLost
+
+        if isinstance(err, PeerLost):
+            print(f"error: {err}", file=sys.stderr)
+            return PEER_LOST_EXIT
+        if isinstance(err, (ValueError, FileNotFoundError, FloatingPointError, *bad_input)):
+            print(f"error: {' '.join((message(err) or type(err).__name__).split())}", file=sys.stderr)
+            return BAD_INPUT_EXIT
+        raise
 
 
 def finite_problem(value: Any) -> str | None:

@@ -1,6 +1,6 @@
 """The efficiency benchmark (chapter 07, ``make bench``): times the engine's own functions.
 
-``python -m gnuq_core.bench --out bench/results.json`` (see `gnuq_core.bench.__main__`).
+``gnuq bench --out bench/results.json`` (see `gnuq_core.bench.__main__`).
 Nothing here re-implements a pass of the QA engine: every timed call is a function of
 `gnuq_core.lm` or `gnuq_core.qa`.
 

@@ -1,9 +1,9 @@
-"""``python -m gnuq_core.bench`` (``make bench``): run the efficiency benchmark, write the JSON,
-print the tables (see `gnuq_core.bench`).
+"""``gnuq bench`` (``make bench``; also ``python -m gnuq_core.bench``): run the efficiency benchmark,
+write the JSON, print the tables (see `gnuq_core.bench`).
 
-    python -m gnuq_core.bench --out bench/results.json     # both real models, full settings
-    python -m gnuq_core.bench --quick                      # a few minutes: 1 question per dataset
-    python -m gnuq_core.bench --tiny                       # dry run on tiny random models
+    gnuq bench --out bench/results.json     # both real models, full settings
+    gnuq bench --quick                      # a few minutes: 1 question per dataset
+    gnuq bench --tiny                       # dry run on tiny random models
 """
 
 from __future__ import annotations
@@ -17,16 +17,16 @@ from pathlib import Path
 from typing import Any
 
 from gnuq_core.bench.config import BenchConfig
-from gnuq_core.options import MAX_SIZE, OPTIONS, SIGINT_EXIT, OneLineParser, Rule, flag, output_path
-from gnuq_core.repro.files import WriteFailed, write_atomic
+from gnuq_core.options import MAX_SIZE, OPTIONS, OneLineParser, Rule, flag, output_path, run_command
+from gnuq_core.repro.files import write_atomic
 from gnuq_core.repro.records import check_output_path
 from gnuq_core.bench.subjects import RANDOM_ARCHS
 
 __all__ = ["main", "config_from_args", "ladder_pair", "layout_pair"]
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = OneLineParser(prog="python -m gnuq_core.bench",
+def _parser(prog: str = "gnuq bench") -> argparse.ArgumentParser:
+    p = OneLineParser(prog=prog,
                                 description="Efficiency benchmark: times the QA engine's own passes, records per "
                                             "hour of the whole pipeline, peak memory.")
     d = BenchConfig()
@@ -139,50 +139,50 @@ def _write(out: Path, res: dict[str, Any]) -> None:
     write_atomic(out, json.dumps(res, indent=1, default=float))
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Command-line entry point: run, write the JSON, print the tables."""
-    args = _parser().parse_args(argv)
+def main(argv: list[str] | None = None, prog: str = "gnuq bench") -> int:
+    """Command-line entry point (``gnuq bench``): run, write the JSON, print the tables."""
+    args = _parser(prog).parse_args(argv)
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     if args.memory_worker or args.throughput_worker:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            if args.memory_worker:
-                from gnuq_core.bench.memory import memory_worker
+        return _worker(args)
+    out = Path(args.out)
 
-                print(json.dumps(memory_worker(json.loads(Path(args.memory_worker).read_text()))))
-            else:
-                from gnuq_core.bench.throughput import throughput_worker
+    def body() -> int:
+        from gnuq_core.bench.report import format_table
+        from gnuq_core.bench.run import run
+        from gnuq_core.lm.models import check_device, check_dtype
 
-                _write(Path(args.out), throughput_worker(json.loads(Path(args.throughput_worker).read_text())))
-        return 0
-    from gnuq_core.bench.report import format_table
-    from gnuq_core.bench.run import run
-    from gnuq_core.lm.models import ModelNotFound, check_device, check_dtype
-    from gnuq_core.qa.data import DataNotFound
-
-    try:
         cfg = config_from_args(args)
-        check_output_path(args.out)
+        check_output_path(args.out)  # every option is checked before a model loads
         check_device(cfg.device)
         check_dtype(cfg.dtype)
-    except ValueError as err:  # a bad option: one line, no traceback
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    out = Path(args.out)
-    try:
         res = run(cfg, data_dir=args.data_dir, progress=not args.quiet,
                   log=None if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True)),
                   checkpoint=lambda r: _write(out, r))
         _write(out, res)
-    except KeyboardInterrupt:
+        print(format_table(res))
+        print(f"wrote {out}")
+        return 0
+
+    def interrupted() -> str:
         kept = f"{out} holds the sections finished so far" if out.exists() else "nothing was written"
-        print(f"interrupted: {kept}; rerun to measure again", file=sys.stderr)
-        return SIGINT_EXIT
-    except (WriteFailed, DataNotFound, ModelNotFound) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    print(format_table(res))
-    print(f"wrote {out}")
+        return f"interrupted: {kept}; rerun to measure again"
+
+    return run_command(body, interrupted=interrupted)
+
+
+def _worker(args: argparse.Namespace) -> int:
+    """A memory or records/hour worker process the benchmark started (not for users)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if args.memory_worker:
+            from gnuq_core.bench.memory import memory_worker
+
+            print(json.dumps(memory_worker(json.loads(Path(args.memory_worker).read_text()))))
+        else:
+            from gnuq_core.bench.throughput import throughput_worker
+
+            _write(Path(args.out), throughput_worker(json.loads(Path(args.throughput_worker).read_text())))
     return 0
 
 

@@ -429,16 +429,14 @@ def progress_table(rows: Sequence[tuple[str, str, Mapping[str, float]]], ranks: 
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m gnuq_core.qa.study fill|merge|where ...`` (see `fill`)."""
+def main(argv: Sequence[str] | None = None, prog: str = "gnuq study") -> int:
+    """``gnuq study fill|merge|where|carry ...`` (see `fill`; also ``python -m gnuq_core.qa.study``)."""
     import os
-    import sys
 
-    from gnuq_core.options import SIGINT_EXIT, OneLineParser, flag, output_path
+    from gnuq_core.options import OneLineParser, flag, output_path, run_command
 
-    parser = OneLineParser(prog="python -m gnuq_core.qa.study",
-                                     description="Fill chapter 06's QA records outside the notebook (shardable "
-                                                 "with torchrun --nproc-per-node N).")
+    parser = OneLineParser(prog=prog, description="Fill chapter 06's QA records outside the notebook (shardable with "
+                                                  "torchrun --nproc-per-node N).")
     sub = parser.add_subparsers(dest="command", required=True)
     cmds = {"fill": "compute the missing records (resumable; sharded under torchrun)",
             "merge": "merge the shards a killed sharded run left into the main file",
@@ -467,14 +465,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             c.add_argument("--verify", type=flag("nonnegative_count"), default=0, help="stored records recomputed and compared (rank 0)")
             c.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
-    from gnuq_core.qa.data import DataNotFound
-    from gnuq_core.repro.chapters import ChapterError, parse_overrides
-    from gnuq_core.repro.records import ConfigMismatch
+    from gnuq_core.repro.chapters import parse_overrides
     from gnuq_core.store import ResultsDisagree
-    from gnuq_core.repro.shards import PEER_LOST_EXIT, PeerLost
     from gnuq_core.store.carry import CarryRefused
 
-    try:
+    def body() -> int:
         overrides = parse_overrides(args.overrides)
         if args.command in ("fill", "carry"):
             if args.command == "carry":
@@ -514,15 +509,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.markdown:
             print(progress_table(rows))
         return 0
-    except (ChapterError, ConfigMismatch, DataNotFound, ValueError, ResultsDisagree, CarryRefused) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    except PeerLost as err:
-        print(f"error: {err}", file=sys.stderr)
-        return PEER_LOST_EXIT
-    except KeyboardInterrupt:
-        print("interrupted: every record written so far is kept; rerun the same command to resume", file=sys.stderr)
-        return SIGINT_EXIT
+
+    return run_command(body, bad_input=(ResultsDisagree, CarryRefused),
+                       interrupted="interrupted: every record written so far is kept; rerun the same command to resume")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Reproducibility machinery: chapters, claims ledger, provenance, caches, record files.
 
-- `chapters`: run chapter notebooks with a profile (``python -m gnuq_core.repro.chapters``);
+- `chapters`: run chapter notebooks with a profile (``gnuq chapter``);
 - `claims`: the paper's claims and the rules that give verdicts;
 - `provenance`: commit, profile, parameters, versions, wall time of a run;
 - `toc`, `glued`, `paths`: the book's chapters, glued values, where things live;

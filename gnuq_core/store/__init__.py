@@ -15,7 +15,7 @@ from ``results/`` and recomputes a random sample from scratch in every build. Wh
 - `store`: the one interface, :class:`Store` (`open_store` picks it per profile);
 - `carry`: move stored results across a code change after verifying them.
 
-Command line: ``python -m gnuq_core.store {status,carry,simulate,migrate}``.
+Command line: ``gnuq store {status,carry,simulate,migrate}``.
 """
 
 from gnuq_core.store.store import Check, ResultsDisagree, Store, StoreIncomplete, open_store

@@ -1,12 +1,14 @@
-"""``python -m gnuq_core.store``: look at the results store, carry it across a code change, simulate a CPU.
+"""``gnuq store`` (``python -m gnuq_core.store``): look at the results store, carry it across a code change, simulate a CPU.
 
 ::
 
-    python -m gnuq_core.store status [KIND ...]     # files, items, code versions, platforms, carries
-    python -m gnuq_core.store carry 03              # build chapter 03 in the paper edition, carrying
-                                                    # orphaned files after verifying them
-    python -m gnuq_core.store simulate avx2 -- make book   # run a command as on a CPU without AVX-512
-    python -m gnuq_core.store migrate               # once: re-key files made before contracts (2026-12-01)
+    gnuq store status [KIND ...]     # files, items, code versions, platforms, carries
+    gnuq store carry 03              # build chapter 03 in the paper edition, carrying
+                                     # orphaned files after verifying them
+    gnuq store simulate avx2 -- make book   # run a command as on a CPU without AVX-512
+    gnuq store migrate               # once: re-key files made before contracts (2026-12-01)
+
+(``python -m gnuq_core.store ...`` is the same command.)
 
 Errors print one line and exit with status 2.
 """
@@ -19,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 
-from gnuq_core.options import SIGINT_EXIT, OneLineParser
+from gnuq_core.options import OneLineParser, run_command
 from gnuq_core.store import kinds as registry
 from gnuq_core.store.fingerprint import SIMULATIONS, describe, simulated_env
 from gnuq_core.store.store import RESULTS, Store
@@ -85,7 +87,7 @@ def _simulate(args: object) -> int:
     command = [c for c in getattr(args, "command") if c != "--"]
     if not command:
         print(f"error: simulate {getattr(args, 'name')}: give a command after --, e.g. "
-              f"python -m gnuq_core.store simulate {getattr(args, 'name')} -- make book", file=sys.stderr)
+              f"gnuq store simulate {getattr(args, 'name')} -- make book", file=sys.stderr)
         return 2
     env = simulated_env(getattr(args, "name"))
     shown = " ".join(f"{k}={v}" for k, v in SIMULATIONS[getattr(args, "name")].items())
@@ -104,8 +106,9 @@ def _migrate(args: object) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = OneLineParser(prog="python -m gnuq_core.store", description=__doc__.split("\n")[0])
+def main(argv: list[str] | None = None, prog: str = "gnuq store") -> int:
+    """``gnuq store status|carry|simulate|migrate`` (see the module docstring)."""
+    parser = OneLineParser(prog=prog, description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
     st = sub.add_parser("status", help="files, items, code versions, platforms and carries of the results store")
     st.add_argument("kinds", nargs="*", help=f"kinds to show (default all: {', '.join(registry.KINDS)})")
@@ -119,15 +122,11 @@ def main(argv: list[str] | None = None) -> int:
     mi = sub.add_parser("migrate", help="once: re-key files made before the reproducibility contracts")
     mi.add_argument("--dry-run", action="store_true", help="check and report, change nothing")
     args = parser.parse_args(argv)
-    try:
-        return {"status": _status, "carry": _carry, "simulate": _simulate, "migrate": _migrate}[args.cmd](args)
-    except (KeyError, ValueError) as err:
-        print(f"error: {str(err).strip(chr(34))}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted: what was verified and written so far is kept; rerun the same command to go on",
-              file=sys.stderr)
-        return SIGINT_EXIT
+    return run_command(lambda: {"status": _status, "carry": _carry, "simulate": _simulate,
+                                "migrate": _migrate}[args.cmd](args),
+                       bad_input=(KeyError,), message=lambda err: str(err).strip(chr(34)),
+                       interrupted="interrupted: what was verified and written so far is kept; rerun the same "
+                                   "command to go on")
 
 
 if __name__ == "__main__":

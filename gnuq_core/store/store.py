@@ -372,9 +372,9 @@ class Store:
         if self.missing == "compute":
             return
         why = (f"{orphan} holds this configuration's items made by other code: carry them across with "
-               f"`python -m gnuq_core.store carry {spec.chapter}` (it verifies them), or delete that file to recompute"
+               f"`gnuq store carry {spec.chapter}` (it verifies them), or delete that file to recompute"
                if orphan else "nothing stored yet for this configuration and code version: fill the store "
-               "(`python -m gnuq_core.store status` shows what is there)")
+               "(`gnuq store status` shows what is there)")
         text = (f"{self.label}: {n} of {total} items of {spec.name} are missing from {_relative(path)} and would be "
                 f"computed from scratch in this build; {why}")
         if self.missing == "error":
@@ -534,9 +534,9 @@ def disagreement(check: Check, spec: registry.Kind) -> str:
     worst_text = check.worst.text() if check.worst else "nothing compared"
     return (f"{check.file}: item {check.item} recomputed differently on {where}, breaking the {check.contract} "
             f"contract ({check.rule}); largest deviation: {worst_text}. If the code changed, the store is stale: "
-            f"carry it across with `python -m gnuq_core.store carry {spec.chapter}` (it verifies the items) or delete "
+            f"carry it across with `gnuq store carry {spec.chapter}` (it verifies the items) or delete "
             "the file to recompute; if nothing changed, the stored item was altered (`git diff results/`) or this "
-            "platform computes differently (report it with `python -m gnuq_core.store status`).")
+            "platform computes differently (report it with `gnuq store status`).")
 
 
 def _header(path: Path) -> tuple[dict[str, Any], int]:
@@ -553,7 +553,7 @@ def open_store(profile: str | None = None, *, root: str | Path | None = None) ->
 
     ``GNUQ_STORE_MISSING`` (``warn`` by default; ``error`` in CI) says what the paper edition
     does when items are missing; ``GNUQ_STORE_CARRY=1`` carries orphaned files across a code
-    change after verifying them (`python -m gnuq_core.store carry` sets it);
+    change after verifying them (`gnuq store carry` sets it);
     ``GNUQ_RESULTS_DIR`` reads another copy of the results store (default ``results/``).
     """
     from gnuq_core.repro.provenance import is_paper_edition, run_parameters

@@ -62,7 +62,7 @@ def test_a_disagreement_names_the_file_the_item_the_value_and_the_fix(tmp_path: 
         store.items(kind, {}, ["a", "b"], lambda i: {"score": 2.0}, verify=1)
     text = str(err.value)
     assert "demo/" in text and ".jsonl: item " in text and "on the platform that made it" in text
-    assert ".score: stored 1.0, recomputed 2.0" in text and "python -m gnuq_core.store carry 00_demo" in text
+    assert ".score: stored 1.0, recomputed 2.0" in text and "gnuq store carry 00_demo" in text
     assert "\n" not in text
 
 
