@@ -33,40 +33,17 @@
 
 # %% tags=["parameters"]
 profile = "quick"  # injected by the chapter runner
-seed = 0  # data, MAP restarts, probes and Monte-Carlo draws
-laplace_cases = [["two_moons", 8, 1, "plain"], ["two_moons", 8, 1, "fan_in"], ["gap_regression", 8, 1, "plain"], ["gap_regression", 8, 1, "fan_in"]]  # problem, width, depth, prior
-laplace_grid = 15  # two moons: grid_size² wide-grid queries; gap regression: 4 × grid_size points
-laplace_in = 50  # in-distribution queries per problem
-glm_samples = 20000  # Monte-Carlo draws of σ(f) for the GLM predictive row
-spectra_width = 16  # hidden width (two layers) of the chapter-03 classifier whose Hessian is checked
-spectra_train = 200  # its training points
-spectra_steps = 500  # its Adam steps
-spectra_weight_decay = 0.001  # its weight decay, also the damping of the effective dimension
-top_k = 10  # top eigenvalues compared
-slq_probes = 8  # SLQ probes
-slq_steps = 40  # Lanczos steps per probe
-lm_block_tokens = 32  # tokens of the LM block whose HVP is checked
-lm_block_model = "tiny-random"  # "tiny-random" or "smollm2" (the last block of SmolLM2-135M)
-gradnorm_models = ["smollm2-135m-instruct", "gemma3-270m"]  # real aliases, or "tiny-llama"
-n_answers = 3  # answers per model for the gradient-norm check
-max_records = 0  # stored QA records per run for the baselines (0: all)
+overrides = {}  # parameters changed from the profile (the runner's --set)
 
 # %% tags=["remove-cell"]
 import logging
 import os
-import time
 import warnings
 
-import numpy as np
-import pandas as pd
-from IPython.display import Markdown, display
-from myst_nb import glue
+from IPython.display import display
 
-from gnuq_core.crosscheck import agreement
-from gnuq_core.crosscheck import baselines as xbase
-from gnuq_core.crosscheck import gradnorm as xgrad
-from gnuq_core.crosscheck import laplace as xlap
-from gnuq_core.crosscheck import spectra as xspec
+from gnuq_core.chapters import cross_checks
+from gnuq_core.chapters.base import glue_values
 from gnuq_core.repro import display as book
 from gnuq_core.repro.provenance import Provenance
 
@@ -79,21 +56,7 @@ import transformers  # noqa: E402
 transformers.utils.logging.disable_progress_bar()
 book.use_book_style()
 prov = Provenance.start()
-started = time.perf_counter()
-all_tables = []
-
-
-def show(df, caption, first=None):
-    """One agreement table in the book's format."""
-    all_tables.append(df)
-    display(book.table(df, agreement.display_columns(first), caption=caption))
-
-
-def worst(df, mask=None):
-    """Largest error among the rows (``mask``: a subset)."""
-    d = df if mask is None else df[mask]
-    return float(d["max_rel_error"].max()) if len(d) else float("nan")
-
+params = cross_checks.Params.for_profile(profile, overrides)
 
 # %% [markdown]
 # (xcheck-laplace)=
@@ -114,20 +77,9 @@ def worst(df, mask=None):
 # of f from laplace-torch's Gaussian.
 
 # %%
-cases = [xlap.LaplaceCase(p, w, d, prior, seed=seed,
-                          data=({"grid_size": laplace_grid, "n_query_in": laplace_in} if p == "two_moons"
-                                else {"grid_size": 4 * laplace_grid, "n_query_in": laplace_in}))
-         for p, w, d, prior in laplace_cases]
-lap = xlap.compare_cases(cases, glm_samples=glm_samples, n_restarts=1)
-show(lap, "The project's Laplace variances vs laplace-torch 0.3 (float64)", {"case": "case"})
-exact_rows = ~lap["quantity"].str.startswith("GLM")
-glue("xc_laplace_cases", len(cases), display=False)
-glue("xc_laplace_err", worst(lap, exact_rows), display=False)
-glue("xc_laplace_glm_z", worst(lap, ~exact_rows), display=False)
-glue("xc_laplace_tol", xlap.TOLERANCE, display=False)
-glue("xc_laplace_mc_tol", xlap.MC_TOLERANCE, display=False)
-glue("xc_laplace_glm_samples", glm_samples, display=False)
-glue("xc_laplace_agree", "all agree" if lap["agrees"].all() else "NOT all agree", display=False)
+result = cross_checks.run(params)  # every comparison of the chapter, in the page's order
+glue_values(result)
+display(result.tables["laplace"])
 
 # %% [markdown]
 # Over {glue:text}`xc_laplace_cases` cases (two moons and gap regression, both priors) the
@@ -183,28 +135,7 @@ glue("xc_laplace_agree", "all agree" if lap["agrees"].all() else "NOT all agree"
 # `torch.autograd.functional.hvp`.
 
 # %%
-hc = xspec.classifier_hessian(spectra_width, seed=seed, n_train=spectra_train, steps=spectra_steps,
-                              weight_decay=spectra_weight_decay)
-case = f"w{spectra_width}, {hc['n_params']:,} parameters"
-eig = xspec.lanczos_vs_eigsh(hc["hessian"], hc["hvp"], k=top_k, seed=seed, label=case)
-slq = xspec.slq_vs_exact(hc["hessian"], spectra_weight_decay, n_probes=slq_probes, m=slq_steps, seed=seed,
-                         label=case)
-if lm_block_model == "smollm2":
-    from gnuq_core.isotropy.lm_hessian import load_smollm2, text_token_ids
-
-    lm_model, lm_tok = load_smollm2()
-    block_ids = text_token_ids(lm_tok, ["The capital of France is Paris. Spiders have eight legs. "
-                                        "Shakespeare wrote Romeo and Juliet."] * 4, lm_block_tokens)
-    block_name = "SmolLM2-135M, last block"
-else:
-    from gnuq_core.isotropy.lm_hessian import tiny_random_llama
-
-    lm_model = tiny_random_llama(seed=seed)
-    block_ids = [int(t) for t in np.random.default_rng(seed).integers(3, 120, lm_block_tokens)]
-    block_name = "tiny random Llama, last block"
-lmh = xspec.lm_block_hvp(lm_model, block_ids, seed=seed, label=block_name)
-spec_tab = pd.concat([eig, lmh], ignore_index=True)
-show(spec_tab, "The project's Lanczos and HVPs vs ARPACK, dense eigh and torch.autograd", {"case": "case"})
+display(result.tables["spectra"])
 
 # %% [markdown]
 # Eigenvalue rows: a converged Lanczos run on a float64 matrix gives its extreme eigenvalues
@@ -213,19 +144,7 @@ show(spec_tab, "The project's Lanczos and HVPs vs ARPACK, dense eigh and torch.a
 # LM block's: their tolerance is 10⁻⁴ of the largest entry.
 
 # %%
-show(slq, "SLQ estimates vs the exact spectrum; curvlinops' Lanczos from the same start vectors",
-     {"ours_by": "ours by", "theirs_by": "theirs by"})
-same = xspec.same_start_runs(hc["hessian"], spectra_weight_decay, n_probes=slq_probes, m=slq_steps, seed=seed)
-d_exact, d_ours, d_curv = same["deff_exact"], same["deff_project"], same["deff_curvlinops"]
-glue("xc_spectra_eig_err", worst(eig, eig["quantity"].str.contains("eigen|λ_min")), display=False)
-glue("xc_spectra_hvp_err", worst(spec_tab, spec_tab["quantity"].str.contains("vector product")), display=False)
-glue("xc_spectra_slq_err", worst(slq, slq["ours_by"].str.startswith("project SLQ")), display=False)
-glue("xc_spectra_slq_tol", xspec.TOL_SLQ, display=False)
-glue("xc_spectra_deff_exact", d_exact, display=False)
-glue("xc_spectra_deff_ours", d_ours, display=False)
-glue("xc_spectra_deff_curvlinops", d_curv, display=False)
-glue("xc_spectra_agree", "all agree" if spec_tab["agrees"].all() and slq["agrees"].all() else "NOT all agree",
-     display=False)
+display(result.tables["slq"])
 
 # %% [markdown]
 # SLQ is a Monte-Carlo estimate from a few random probes, so its error is counted in standard
@@ -261,31 +180,7 @@ glue("xc_spectra_agree", "all agree" if spec_tab["agrees"].all() and slq["agrees
 # question/answer pairs.
 
 # %%
-runs = xbase.stored_runs()
-grad_tabs = []
-questions: dict[str, str] = {}
-for spec in gradnorm_models:
-    lm = xgrad.load(spec)
-    recs = [r for (m, d), rs in runs.items() if m == spec for r in rs]
-    answers = []
-    if recs:
-        from gnuq_core.qa.data import load_qa
-
-        for d in sorted({d for (m, d) in runs if m == spec}):
-            questions.update({it.id: it.question for it in load_qa(d)})
-        answers = xgrad.record_answers(lm, recs, questions, n_answers)
-    if not answers:
-        answers = xgrad.fixed_answers(lm)[:n_answers]
-    grad_tabs.append(xgrad.compare_answers(lm.model, answers, label=spec))
-    del lm
-grad = pd.concat(grad_tabs, ignore_index=True)
-show(grad, "The engine's log p and ‖∇θ log p‖² vs plain autograd (float32 models)",
-     {"case": "model", "ours_by": "ours by"})
-glue("xc_grad_err", worst(grad, grad["ours_by"].str.startswith("engine")), display=False)
-glue("xc_grad_stored_err", worst(grad, grad["ours_by"].str.startswith("stored")), display=False)
-glue("xc_grad_answers", int(grad.groupby("case")["answers"].first().sum()), display=False)
-glue("xc_grad_models", ", ".join(gradnorm_models), display=False)
-glue("xc_grad_agree", "all agree" if grad["agrees"].all() else "NOT all agree", display=False)
+display(result.tables["gradnorm"])
 
 # %% [markdown]
 # On {glue:text}`xc_grad_answers` answers of {glue:text}`xc_grad_models`, the engine and plain
@@ -321,39 +216,9 @@ glue("xc_grad_agree", "all agree" if grad["agrees"].all() else "NOT all agree", 
 # al.'s (2024).
 
 # %%
-base_tabs, metric_tabs, n_records = [], [], 0
-for (m, d), recs in sorted(runs.items()):
-    recs = recs[:max_records] if max_records else recs
-    n_records += len(recs)
-    base_tabs.append(xbase.compare_scores(recs, label=f"{m} · {d}"))
-    try:
-        from gnuq_core.qa import study
-        from gnuq_core.qa.data import load_qa
-
-        items = {it.id: it for it in load_qa(d)}
-        table = study.score_table(recs, items)
-        metric_tabs.append(xbase.compare_metrics(table, list(xbase.BASELINES) + ["epistemic", "combined", "p_true"],
-                                                 label=f"{m} · {d}"))
-    except (FileNotFoundError, KeyError, ValueError) as err:  # no question file: scores only
-        display(Markdown(f"*{m} · {d}: no labels ({err}); scores compared, AUROC/PRR skipped.*"))
-base = agreement.frame([r for t in base_tabs for r in t.to_dict("records")])
-metrics = agreement.frame([r for t in metric_tabs for r in t.to_dict("records")])
-glue("xc_base_records", n_records, display=False)
-glue("xc_base_runs", len(runs), display=False)
-if len(base):
-    show(base, "Registry scores vs the published formulas, per stored run", {"case": "run"})
-    glue("xc_base_err", worst(base, base["score"] != "max_seq_prob"), display=False)
-    glue("xc_base_msp_err", worst(base, base["score"] == "max_seq_prob"), display=False)
-else:
-    display(Markdown("*No stored QA records in `results/qa`: nothing to recompute.*"))
-    glue("xc_base_err", float("nan"), display=False)
-    glue("xc_base_msp_err", float("nan"), display=False)
-if len(metrics):
-    show(metrics, "AUROC and PRR: qa.auroc vs independent code, per run and score",
-         {"case": "run", "score": "score", "ties": ("tied scores", "d")})
-glue("xc_metric_err", worst(metrics) if len(metrics) else float("nan"), display=False)
-glue("xc_base_agree", "all agree" if (base["agrees"].all() if len(base) else True)
-     and (metrics["agrees"].all() if len(metrics) else True) else "NOT all agree", display=False)
+display(*result.data["baseline_notes"], result.tables["baselines"])  # notes: runs without labels
+if "metrics" in result.tables:
+    display(result.tables["metrics"])
 
 # %% [markdown]
 # Over {glue:text}`xc_base_records` stored records in {glue:text}`xc_base_runs` runs, the
@@ -368,12 +233,6 @@ glue("xc_base_agree", "all agree" if (base["agrees"].all() if len(base) else Tru
 
 # %% [markdown]
 # ## Summary
-
-# %%
-every = pd.concat(all_tables, ignore_index=True)
-glue("xc_rows", len(every), display=False)
-glue("xc_disagree", int((~every["agrees"].astype(bool)).sum()), display=False)
-glue("xc_seconds", time.perf_counter() - started, display=False)
 
 # %% [markdown]
 # {glue:text}`xc_rows` comparisons ran in this build, {glue:text}`xc_disagree` of them outside

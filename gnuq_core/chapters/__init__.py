@@ -24,6 +24,8 @@ MODULES: dict[str, str] = {
     "02_proxy_bias": "gnuq_core.chapters.proxy_bias",
     "03_hessian_spectra": "gnuq_core.chapters.spectra",
     "04_mcmc_validation": "gnuq_core.chapters.mcmc",
+    "05_scaling": "gnuq_core.chapters.scaling",
+    "80_cross_checks": "gnuq_core.chapters.cross_checks",
 }
 """Notebook stem -> the module that computes that chapter."""
 

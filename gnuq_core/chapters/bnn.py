@@ -42,3 +42,8 @@ class BnnParams(ChapterParams):
                               "stored NUTS references and stored local estimates recomputed from scratch (each)")
     store_verify_max_seconds: int = param(300, Rule(minimum=0), "the references re-sampled are drawn among those "
                                                                 "that took at most this long")
+
+    @property
+    def seeds(self) -> list[int]:
+        """The seeds of a build: ``seed, seed + 1, …`` (``n_seeds`` of them)."""
+        return list(range(self.seed, self.seed + self.n_seeds))

@@ -87,12 +87,7 @@ def settings(p: Params) -> dict[tuple[str, int], Any]:
                        NutsSettings(p.num_warmup, p.num_samples, p.num_chains, p.target_accept_reg)),
     }
     return {(t, s): Setting(problem, data, model, nuts, seed=s, n_restarts=p.n_restarts)
-            for t, (problem, data, nuts) in tasks.items() for s in seeds_of(p)}
-
-
-def seeds_of(p: BnnParams) -> list[int]:
-    """The seeds of a build: ``seed, seed + 1, …`` (``n_seeds`` of them)."""
-    return list(range(p.seed, p.seed + p.n_seeds))
+            for t, (problem, data, nuts) in tasks.items() for s in p.seeds}
 
 
 def _evaluate(p: Params, store: Any, out: Result) -> dict[tuple[str, int], dict[str, Any]]:
@@ -163,7 +158,7 @@ def _overstatement(p: Params, runs: dict[tuple[str, int], dict[str, Any]], out: 
     grid points, mean over seeds)."""
     from gnuq_core import stats as metrics
 
-    seeds = seeds_of(p)
+    seeds = p.seeds
     for task, key in (("regression", "reg"), ("classification", "cls")):
         out.values[f"overstate_{key}"] = float(np.mean([metrics.spearman(unexplained(runs[task, s]["q"]["grid"]),
                                                                          log_ratio(runs[task, s]["q"]["grid"]))
@@ -190,7 +185,7 @@ def _agreement(p: Params, runs: dict[tuple[str, int], dict[str, Any]], out: Resu
     from gnuq_core import stats as metrics
     from gnuq_core.repro import display as book
 
-    seeds = seeds_of(p)
+    seeds = p.seeds
     rows, agree = [], {}
     for (task, space), (ref_key, est_keys) in tqdm(comparisons(p).items(), desc="correlations"):
         for qname in ("in", "grid"):
@@ -240,7 +235,7 @@ def _claims(p: Params, runs: dict[tuple[str, int], dict[str, Any]], agree: dict,
     from gnuq_core.bayes.validation import PAPER_ESTIMATE
     from gnuq_core.repro.claims import C1_MIN_RHO, C3_MIN_DIFFERENCE, Measurement, judge, record
 
-    seeds = seeds_of(p)
+    seeds = p.seeds
     c1_vals, c1_boots, c1_logit_vals, c1_logit_boots, c1_labels, c1_seeds = [], [], [], [], [], []
     for (task, s), _ in runs.items():
         ek, _rk = PAPER_ESTIMATE[task]
@@ -340,7 +335,7 @@ def _per_setting(p: Params, runs: dict[tuple[str, int], dict[str, Any]], c: dict
     from gnuq_core.repro import display as book
 
     rows = []
-    for s in seeds_of(p):
+    for s in p.seeds:
         for qname in ("in", "grid"):
             q = runs["classification", s]["q"][qname]
             ref = q["ref"]["var_p"]

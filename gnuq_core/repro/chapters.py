@@ -19,8 +19,8 @@ inside a chapter, and nothing in the output folder changes before they pass.
 
 Command line::
 
-    python -m gnuq_core.repro.chapters run 01 --profile smoke [--out DIR]
-    python -m gnuq_core.repro.chapters list
+    gnuq chapter run 01 --profile smoke [--out DIR]     # or: python -m gnuq_core.repro.chapters run ...
+    gnuq chapter list
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from typing import Any
 
 from gnuq_core.chapters import module_for
 from gnuq_core.chapters.base import ChapterError
-from gnuq_core.options import (MAX_THREADS, OPTIONS, SIGINT_EXIT, OneLineParser, OptionError, Rule, finite_problem,
-                               output_path, size_problem)
+from gnuq_core.options import (MAX_THREADS, OPTIONS, OneLineParser, Rule, finite_problem, output_path,
+                               run_command, size_problem)
 from gnuq_core.repro.files import DamagedFile, json_type, read_yaml_mapping
 from gnuq_core.repro.paths import REPO_ROOT
 
@@ -133,24 +133,16 @@ def _same_type(default: Any, value: Any) -> bool:
     return isinstance(value, type(default))
 
 
-_COUNT, _NONNEG, _POSITIVE = Rule(minimum=1), Rule(minimum=0), Rule(above=0)
+_COUNT, _NONNEG = Rule(minimum=1), Rule(minimum=0)
 _THREADS = Rule(minimum=0, maximum=MAX_THREADS, why_maximum="4 per core; 0: torch's default")
 _SIZES = Rule(minimum=1, nonempty=True)
-_BNN = {"n_seeds": _COUNT, "activation": Rule(choices=("tanh", "relu", "gelu", "erf")), "alpha": _POSITIVE,
-        "n_train_cls": Rule(minimum=2), "noise_cls": _NONNEG, "n_train_reg": Rule(minimum=2), "noise_reg": _POSITIVE,
-        "grid_size_cls": Rule(minimum=2), "grid_size_reg": Rule(minimum=2), "n_query_in": _COUNT,
-        "num_warmup": _COUNT, "num_samples": _COUNT, "num_chains": _COUNT, "n_restarts": _COUNT,
-        "store_verify": _NONNEG}  # shared by the NUTS chapters 04 and 05
-_SCALING = {"problems": Rule(choices=("two_moons", "gap_regression"), nonempty=True), "widths": _SIZES,
-            "depths": _SIZES, "deep_widths": Rule(minimum=1), "priors": Rule(choices=("plain", "fan_in"), nonempty=True)}
 
 # Accepted values per parameter: "*" for every chapter, then per chapter (which wins).
 # A parameter without a rule is only type-checked.
 PARAMETER_RULES: dict[str, dict[str, Rule]] = {
-    "*": {"seed": OPTIONS["seed"], "n_boot": _COUNT, "n_seeds": _COUNT, "widths": _SIZES,
+    "*": {"seed": OPTIONS["seed"], "n_boot": _COUNT,
           "max_new_tokens": OPTIONS["max_new_tokens"], "n_samples": Rule(minimum=1, maximum=OPTIONS["n_samples"].maximum),
           "models": Rule(nonempty=True)},
-    "05_scaling": {**_BNN, **_SCALING},
     "06_qa_benchmarks": {"n_truthfulqa": _NONNEG, "n_triviaqa": _NONNEG, "n_mc": _NONNEG,
                          "n_cost": _COUNT, "n_layer_questions": _NONNEG, "torch_threads": _THREADS},
     "07_efficiency": {"n_questions": _COUNT, "repeats": _COUNT, "clusterer": Rule(choices=("embedding", "exact")),
@@ -297,9 +289,9 @@ def parse_overrides(pairs: list[str]) -> dict[str, Any]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Command-line entry point (see module docstring)."""
-    parser = OneLineParser(prog="python -m gnuq_core.repro.chapters", description=__doc__.split("\n")[0])
+def main(argv: list[str] | None = None, prog: str = "gnuq chapter") -> int:
+    """Command-line entry point (``gnuq chapter``; see the module docstring)."""
+    parser = OneLineParser(prog=prog, description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="execute chapters with a profile")
     run.add_argument("chapters", nargs="*", help="chapter numbers or stems (default: all)")
@@ -310,7 +302,8 @@ def main(argv: list[str] | None = None) -> int:
                           "e.g. --set n_truthfulqa=100")
     sub.add_parser("list", help="list chapters and profiles")
     args = parser.parse_args(argv)
-    try:
+
+    def body() -> int:
         if args.command == "list":
             print("chapters:", " ".join(p.stem for p in chapters()))
             print("profiles:", " ".join(profile_names()))
@@ -318,14 +311,10 @@ def main(argv: list[str] | None = None) -> int:
         extra = parse_overrides(args.overrides)
         for selector in args.chapters or [p.stem for p in chapters()]:
             run_chapter(selector, args.profile, args.out, extra=extra)
-    except (ChapterError, DamagedFile, OptionError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted: the chapter being executed is left incomplete in the output folder; rerun the same "
-              "command to execute it", file=sys.stderr)
-        return SIGINT_EXIT
-    return 0
+        return 0
+
+    return run_command(body, interrupted="interrupted: the chapter being executed is left incomplete in the output "
+                                         "folder; rerun the same command to execute it")
 
 
 if __name__ == "__main__":
