@@ -208,6 +208,7 @@ glue_figure("fig_text_rho", proxy_bias.figure_text_rho(result))
 # informative when the curvature actually matters.
 
 # %% [markdown]
+# (claim-c4)=
 # ## 3. The claim
 #
 # C4 is judged on the synthetic problem, where the reference is the true training-data

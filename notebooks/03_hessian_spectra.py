@@ -185,6 +185,7 @@ glue_figure("fig_slq_lm", spectra.figure_slq_lm(result))
 # estimates.
 
 # %% [markdown]
+# (claim-c5)=
 # ## 3. From spectrum to estimator: how close is gᵀ(H+λI)⁻¹g to λ⁻¹‖g‖²?
 #
 # For every width and damping, the exact $g^\top (G + \lambda I)^{-1} g$ (GGN, from its

@@ -246,6 +246,8 @@ display(result.tables["agreement"])
 #   {glue:text}`rho_reg_in_laplace:.3f`.
 
 # %% [markdown]
+# (claim-c1)=
+# (claim-c3)=
 # ## The claims
 #
 # **C1** (paper: ρ from 0.44 to 0.99). We take, as the claim's measure says, the median over settings

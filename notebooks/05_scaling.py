@@ -228,6 +228,7 @@ glue_figure("fig_ntk", scaling.figure_ntk(result, params))
 display(result.tables["by_size"])
 
 # %% [markdown]
+# (claim-c2)=
 # ## Claim C2
 #
 # The ledger's measure for C2 is the slope of ρ against log10(#parameters), with a CI over settings

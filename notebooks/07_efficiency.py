@@ -259,6 +259,7 @@ plt.close(fig)
 # block; or none at all for the LM head, whose gradient norm comes from the Gram
 # matrices), but they still pay the full forward, so they cannot go below 1.
 #
+# (claim-c8)=
 # ## Against the baselines
 #
 # Speed-up = baseline cost ÷ estimator cost in the same round, without the greedy

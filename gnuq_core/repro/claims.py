@@ -74,6 +74,11 @@ MIN_PER_CLASS = 30
 """Fewest correct and fewest wrong answers a model needs for its AUROC to enter a QA claim."""
 CHANCE_BAND = (0.4, 0.6)
 """C7's "near chance": the epistemic AUROC's whole interval lies in this band."""
+EVIDENCE_WORDS = {"correct": "fewest correct answers of a model", "wrong": "fewest wrong answers of a model",
+                  "models": "models", "transfers": "transfers between models", "seeds": "seeds",
+                  "settings": "settings", "query_points": "query points (fewest per setting)", "sizes": "model sizes",
+                  "questions": "questions per model", "rounds": "timing rounds per model"}
+"""What each evidence count means, as the ledger labels it (the QA counts are the minimum over models)."""
 TRANSFER_CHANCE = 0.55
 """C9: a balanced accuracy at or below this is chance level (and a score that does not beat
 it within a model has nothing to lose in transfer)."""
@@ -141,20 +146,41 @@ def _ci_ok(m: Measurement) -> bool:
     return all(math.isfinite(x) for x in (m.value, lo, hi)) and lo <= m.value <= hi
 
 
-def _at_least(threshold: float) -> Callable[[Measurement], str]:
+def _num(x: float) -> str:
+    return f"{x:.3g}"
+
+
+def _ci_text(m: Measurement) -> str:
+    return f"[{_num(m.ci[0])}, {_num(m.ci[1])}]"
+
+
+def _at_least(threshold: float, shown: str | None = None) -> Callable[[Measurement], str]:
     """Reproduced if the whole CI is ≥ threshold, partly if only the point is, else not."""
+    bound = shown or f"{threshold:g}"
 
     def rule(m: Measurement) -> str:
         if m.ci[0] >= threshold:
             return REPRODUCED
         return PARTLY if m.value >= threshold else NOT_REPRODUCED
 
+    def explain(m: Measurement, verdict: str) -> str:
+        if verdict == REPRODUCED:
+            return f"the whole interval {_ci_text(m)} lies at or above {bound}"
+        if verdict == PARTLY:
+            return f"the point {_num(m.value)} reaches {bound}, but the interval goes down to {_num(m.ci[0])}"
+        where = "the whole interval" if m.ci[1] < threshold else "the point, though not the whole interval,"
+        return f"{_num(m.value)} {_ci_text(m)}: {where} lies below {bound}"
+
+    rule.explain = explain  # type: ignore[attr-defined]
     return rule
 
 
 def _by_parts(m: Measurement) -> str:
     """A compound claim has no rule of its own: `assess` derives it from its parts."""
     raise ValueError(f"{m.claim} is judged by its parts (Claim.parts), not by one rule")
+
+
+_by_parts.explain = lambda m, verdict: f"derived from its parts: {verdict}"  # type: ignore[attr-defined]
 
 
 def _rule_c9(m: Measurement) -> str:
@@ -165,6 +191,19 @@ def _rule_c9(m: Measurement) -> str:
     if diff_hi >= 0:
         return NOT_REPRODUCED
     return REPRODUCED if m.ci[0] <= TRANSFER_CHANCE else PARTLY
+
+
+def _explain_c9(m: Measurement, verdict: str) -> str:
+    d, lo, hi = m.details["difference"]
+    diff = f"transferred − within model = {d:+.3f} [{lo:+.3f}, {hi:+.3f}]"
+    if verdict == NOT_REPRODUCED:
+        return f"the transferred threshold does not lose significantly ({diff})"
+    if verdict == PARTLY:
+        return f"it loses ({diff}) but its interval {_ci_text(m)} stays above chance ({TRANSFER_CHANCE})"
+    return f"it loses ({diff}) and its interval {_ci_text(m)} reaches chance ({TRANSFER_CHANCE})"
+
+
+_rule_c9.explain = _explain_c9  # type: ignore[attr-defined]
 
 
 def _c9_needs_signal(m: Measurement) -> str | None:
@@ -190,6 +229,20 @@ def _highest(m: Measurement) -> str:
     return REPRODUCED if all(d >= 0 for d, _, _ in diffs.values()) else PARTLY
 
 
+def _worst_difference(m: Measurement) -> str:
+    """The paired difference with the lowest upper end, as ``"name −0.05 [−0.08, −0.02]"``."""
+    name, (d, lo, hi) = min(m.details["differences"].items(), key=lambda kv: kv[1][2])
+    return f"{name.replace('_', ' ')} {d:+.3f} [{lo:+.3f}, {hi:+.3f}]"
+
+
+def _explain_highest(m: Measurement, verdict: str) -> str:
+    if verdict == REPRODUCED:
+        return "its point is the highest and no method is significantly better"
+    if verdict == PARTLY:
+        return f"another method's point is higher, none significantly (closest: {_worst_difference(m)})"
+    return f"a method is significantly better (difference to it: {_worst_difference(m)})"
+
+
 def _beats_all(m: Measurement) -> str:
     """Every paired difference's CI above 0: reproduced; one below 0: not reproduced; else partly."""
     diffs = m.details["differences"]
@@ -198,10 +251,24 @@ def _beats_all(m: Measurement) -> str:
     return REPRODUCED if all(lo > 0 for _, lo, _ in diffs.values()) else PARTLY
 
 
+def _explain_beats_all(m: Measurement, verdict: str) -> str:
+    if verdict == REPRODUCED:
+        return "every paired difference lies above 0"
+    if verdict == PARTLY:
+        return f"not every paired difference lies above 0, none below (weakest: {_worst_difference(m)})"
+    return f"a method is significantly better (difference to it: {_worst_difference(m)})"
+
+
 def _level(target: float) -> Callable[[Measurement], str]:
     def rule(m: Measurement) -> str:
         return REPRODUCED if m.ci[0] <= target <= m.ci[1] else NOT_REPRODUCED
 
+    def explain(m: Measurement, verdict: str) -> str:
+        if verdict == REPRODUCED:
+            return f"the interval {_ci_text(m)} contains {target:g}"
+        return f"the interval {_ci_text(m)} lies {'below' if m.ci[1] < target else 'above'} {target:g}"
+
+    rule.explain = explain  # type: ignore[attr-defined]
     return rule
 
 
@@ -211,6 +278,30 @@ def _near_chance(m: Measurement) -> str:
     if lo <= m.ci[0] and m.ci[1] <= hi:
         return REPRODUCED
     return NOT_REPRODUCED if (m.ci[1] < lo or m.ci[0] > hi) else PARTLY
+
+
+def _explain_near_chance(m: Measurement, verdict: str) -> str:
+    band = f"the chance band [{CHANCE_BAND[0]}, {CHANCE_BAND[1]}]"
+    if verdict == REPRODUCED:
+        return f"the whole interval {_ci_text(m)} lies in {band}"
+    if verdict == PARTLY:
+        return f"the interval {_ci_text(m)} overlaps {band}"
+    if m.ci[1] < CHANCE_BAND[0]:
+        return f"the interval {_ci_text(m)} lies below {band}: worse than chance, not near it"
+    return f"the interval {_ci_text(m)} lies above {band}: better than chance"
+
+
+_highest.explain = _explain_highest  # type: ignore[attr-defined]
+_beats_all.explain = _explain_beats_all  # type: ignore[attr-defined]
+_near_chance.explain = _explain_near_chance  # type: ignore[attr-defined]
+
+
+def explain(rule: Callable[[Measurement], str], m: Measurement, verdict: str, gate_reason: str = "") -> str:
+    """The one-line reason of ``verdict``: the gate's reason if it failed, else the rule's own
+    explanation (every rule of `CLAIMS` and `PARTS` has one)."""
+    if verdict == INCONCLUSIVE:
+        return f"the data cannot decide: {gate_reason}" if gate_reason else "the data cannot decide"
+    return rule.explain(m, verdict)  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
@@ -294,6 +385,12 @@ class Claim:
         against an independent implementation.
     parts : tuple of Part
         A compound claim's atomic statements: its verdict is then derived from theirs (`derive`).
+    quantity : str
+        What the measured number is, in a few words with its unit (the ledger's "measured" label).
+    terms : tuple of str
+        Glossary terms the claim's measurement rests on (the ledger links them).
+
+    The section of the owner chapter that measures the claim carries the label `anchor`.
     """
 
     id: str
@@ -306,6 +403,13 @@ class Claim:
     gate: Gate
     cross_check: str
     parts: tuple[Part, ...] = ()
+    quantity: str = ""
+    terms: tuple[str, ...] = ()
+
+    @property
+    def anchor(self) -> str:
+        """The MyST label of the section that measures the claim (``claim-c1``)."""
+        return f"claim-{self.id.lower()}"
 
 
 CLAIMS: dict[str, Claim] = {c.id: c for c in [
@@ -313,43 +417,58 @@ CLAIMS: dict[str, Claim] = {c.id: c for c in [
           "Spearman ρ 0.44–0.99", "04_mcmc_validation",
           "median Spearman ρ(‖g‖², MCMC variance) over settings, hierarchical bootstrap CI (seeds, then points)",
           _at_least(C1_MIN_RHO), f"reproduced if the CI's lower end ≥ {C1_MIN_RHO}; partly if only the point is",
-          Gate({"seeds": 3, "settings": 4, "query_points": 30}, max_width=0.3), "xcheck-laplace"),
+          Gate({"seeds": 3, "settings": 4, "query_points": 30}, max_width=0.3), "xcheck-laplace",
+          quantity="median Spearman ρ of ‖g‖² with the MCMC variance, over settings",
+          terms=("Spearman ρ", "NUTS", "bootstrap")),
     Claim("C2", "The correlation improves as the model grows", "ρ increases with size",
           "05_scaling", "slope of ρ against log10(#parameters), CI over settings and seeds",
-          _at_least(1e-12), "reproduced if the slope's CI excludes zero from above; partly if only the point slope is > 0",
-          Gate({"seeds": 3, "sizes": 3}, max_width=0.4), "xcheck-laplace"),
+          _at_least(1e-12, "0"),
+          "reproduced if the slope's CI excludes zero from above; partly if only the point slope is > 0",
+          Gate({"seeds": 3, "sizes": 3}, max_width=0.4), "xcheck-laplace",
+          quantity="slope of ρ per decade of parameters", terms=("Spearman ρ", "bootstrap")),
     Claim("C3", "In classification, ‖g‖² alone is about as good as a Laplace approximation",
           "comparable ρ", "04_mcmc_validation",
           "ρ(‖g‖²) − ρ(Laplace, GLM predictive) against the MCMC reference, hierarchical bootstrap CI",
           _at_least(C3_MIN_DIFFERENCE),
           f"reproduced if the CI of the difference lies above −{abs(C3_MIN_DIFFERENCE)}; partly if only the point does",
-          Gate({"seeds": 3, "query_points": 30}, max_width=0.2), "xcheck-laplace"),
+          Gate({"seeds": 3, "query_points": 30}, max_width=0.2), "xcheck-laplace",
+          quantity="ρ(‖g‖²) − ρ(GGN-Laplace, GLM predictive), mean over settings",
+          terms=("Spearman ρ", "Laplace approximation", "GGN")),
     Claim("C4", "A covariance from proxy (non-training) data distorts the estimate; isotropy avoids it",
           "structured distortion", "02_proxy_bias",
           "ρ(isotropic) − ρ(proxy Laplace) against the reference at the largest shift, CI over seeds",
-          _at_least(1e-12), "reproduced if the CI lies above 0; partly if only the point does",
-          Gate({"seeds": 10}, max_width=0.3), "xcheck-laplace"),
+          _at_least(1e-12, "0"), "reproduced if the CI lies above 0; partly if only the point does",
+          Gate({"seeds": 10}, max_width=0.3), "xcheck-laplace",
+          quantity="ρ(isotropic) − ρ(proxy-data Laplace) at the largest shift",
+          terms=("isotropy", "Laplace approximation", "Spearman ρ")),
     Claim("C5", "Hessian spectra: few large eigenvalues and a bulk near zero; damped inverse ≈ multiple of I",
           "bulk near zero", "03_hessian_spectra",
           "Spearman ρ(gᵀ(H+λI)⁻¹g, ‖g‖²) at the chosen damping, bootstrap CI",
           _at_least(0.9), "reproduced if the CI lies above 0.9; partly if only the point does",
-          Gate({"query_points": 50}, max_width=0.2), "xcheck-spectra"),
+          Gate({"query_points": 50}, max_width=0.2), "xcheck-spectra",
+          quantity="Spearman ρ of gᵀ(H+λI)⁻¹g with ‖g‖² at the chosen damping",
+          terms=("isotropy", "Spearman ρ", "SLQ")),
     Claim("C6", "TruthfulQA: the combined estimate has the best AUROC for answer correctness",
           "AUROC 0.63", "06_qa_benchmarks",
           "AUROC of combined (mean over models with enough answers); details: auroc, ci, differences "
           "{method: [combined − method, lo, hi]} (paired bootstrap)",
-          _by_parts, DERIVE_TEXT, _QA_GATE, "xcheck-baselines", parts=_PARTS["C6"]),
+          _by_parts, DERIVE_TEXT, _QA_GATE, "xcheck-baselines", parts=_PARTS["C6"],
+          quantity="mean AUROC of combined over the models (TruthfulQA)",
+          terms=("combined uncertainty", "AUROC", "grader", "reading")),
     Claim("C7", "TriviaQA: epistemic (the abstract: the combined estimate) is near chance; P(True) is best",
           "epistemic ≈ 0.5",
           "06_qa_benchmarks", "AUROC of epistemic; details: auroc, ci, differences {method: [P(True) − method, lo, hi]}",
-          _by_parts, DERIVE_TEXT, _QA_GATE, "xcheck-baselines", parts=_PARTS["C7"]),
+          _by_parts, DERIVE_TEXT, _QA_GATE, "xcheck-baselines", parts=_PARTS["C7"],
+          quantity="mean AUROC of epistemic over the models (TriviaQA)",
+          terms=("epistemic uncertainty", "AUROC", "P(True)", "grader", "reading")),
     Claim("C8", "The estimator is 46–107× faster than the baselines", "46–107×",
           "07_efficiency", "speed-up over the fastest sampling baseline (median ratio) on the least favourable model, "
           "bootstrap CI over questions",
           _at_least(C8_MIN_SPEEDUP), "reproduced if the CI of the speed-up lies above 46×; partly if only the point does",
           Gate({"questions": 5, "rounds": 10}, max_width=0.5, relative=True,
                outside=lambda m: m.ci[1] < C8_MIN_SPEEDUP, outside_text="the whole interval lies below 46×"),
-          "xcheck-gradnorm"),
+          "xcheck-gradnorm", quantity="speed-up (×) over the fastest baseline on the less favourable model",
+          terms=("semantic entropy", "P(True)", "bootstrap")),
     Claim("C9", "Raw gradient norms do not transfer across models", "chance-level transfer",
           "06_qa_benchmarks",
           "balanced accuracy of a threshold fitted on one model, applied to another; details: "
@@ -357,7 +476,9 @@ CLAIMS: dict[str, Claim] = {c.id: c for c in [
           _rule_c9, f"reproduced if transferred − within-model lies below 0 and the transferred CI reaches "
           f"{TRANSFER_CHANCE}; partly if it loses but stays above chance",
           Gate({"transfers": 1, "correct": MIN_PER_CLASS, "wrong": MIN_PER_CLASS}, max_width=0.2,
-               check=_c9_needs_signal), "xcheck-gradnorm"),
+               check=_c9_needs_signal), "xcheck-gradnorm",
+          quantity="balanced accuracy of a threshold fitted on one model, applied to the other",
+          terms=("epistemic uncertainty", "grader")),
 ]}
 
 
@@ -414,7 +535,8 @@ def assess(m: Measurement, parts: dict[str, Measurement] | None = None) -> Asses
 def _part_entry(part: Part, m: Measurement) -> dict[str, Any]:
     a = assess_part(part, m)
     return {"id": part.id, "statement": part.statement, "measure": part.measure, "value": m.value,
-            "ci": list(m.ci), "verdict": a.verdict, "rule": part.rule_text, "evidence": dict(m.evidence),
+            "ci": list(m.ci), "verdict": a.verdict, "reason": explain(part.rule, m, a.verdict, a.reason),
+            "rule": part.rule_text, "evidence": dict(m.evidence),
             "gate": {"passed": a.gate_passed, "reason": a.reason, "rule": part.gate.text()},
             "details": m.details}
 
@@ -498,6 +620,10 @@ def record(m: Measurement, parts: dict[str, Measurement] | None = None,
              "gate": {"passed": a.gate_passed, "reason": a.reason, "rule": claim.gate.text()}}
     if claim.parts:
         entry["parts"] = [_part_entry(p, parts[p.id]) for p in claim.parts]
+        entry["reason"] = (explain(claim.rule, m, a.verdict, a.reason) if not a.gate_passed else
+                           "from its parts: " + ", ".join(f"{e['id']} {e['verdict']}" for e in entry["parts"]))
+    else:
+        entry["reason"] = explain(claim.rule, m, a.verdict, a.reason)
     if readings:
         if primary not in readings:
             raise ValueError(f"{m.claim}: the primary reading {primary!r} is not among the readings")
@@ -538,7 +664,8 @@ def collect(generated: Path | None = None, chapters: list[str] | None = None) ->
     rows = []
     for claim in CLAIMS.values():
         row = {"id": claim.id, "statement": claim.statement, "paper": claim.paper_number,
-               "owner": claim.owner, "rule": claim.rule_text, "verdict": NOT_MEASURED,
+               "owner": claim.owner, "anchor": claim.anchor, "quantity": claim.quantity, "terms": list(claim.terms),
+               "rule": claim.rule_text, "verdict": NOT_MEASURED, "reason": "its chapter is not part of this build",
                "value": None, "ci": None, "note": "", "evidence": {}, "width": None,
                "gate": {"passed": None, "reason": "", "rule": claim.gate.text()}, "cross_check": claim.cross_check,
                "parts": [], "readings": [], "robustness": None}
@@ -550,6 +677,7 @@ def collect(generated: Path | None = None, chapters: list[str] | None = None) ->
         if claim.id in entries:
             e = entries[claim.id]
             row.update(value=e["value"], ci=e["ci"], verdict=e["verdict"], settings=e["settings"],
+                       reason=e.get("reason", ""),
                        note=e.get("note", ""), evidence=e.get("evidence", {}), width=e.get("width"),
                        gate=e.get("gate", row["gate"]), parts=e.get("parts", []), readings=e.get("readings", []),
                        robustness=e.get("robustness"))

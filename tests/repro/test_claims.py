@@ -234,3 +234,36 @@ def test_a_compound_claim_needs_its_parts() -> None:
 
     with pytest.raises(ValueError, match="C6 is judged by its parts"):
         assess(Measurement("C6", 0.55, (0.5, 0.6), evidence={"models": 2, "correct": 100, "wrong": 100}))
+
+
+def test_every_verdict_comes_with_a_one_line_reason() -> None:
+    from gnuq_core.repro.claims import CLAIMS, PARTS, Measurement, assess_part, explain
+
+    for rule in [c.rule for c in CLAIMS.values()] + [p.rule for p in PARTS.values()]:
+        assert callable(getattr(rule, "explain", None)), rule
+    ev = {"models": 2, "correct": 100, "wrong": 100}
+    c7a = Measurement("C7a", 0.317, (0.294, 0.34), evidence=ev)
+    a = assess_part(PARTS["C7a"], c7a)
+    assert a.verdict == "not reproduced"
+    assert explain(PARTS["C7a"].rule, c7a, a.verdict) == (
+        "the interval [0.294, 0.34] lies below the chance band [0.4, 0.6]: worse than chance, not near it")
+    c1 = Measurement("C1", 0.6, (0.4, 0.7))
+    assert explain(CLAIMS["C1"].rule, c1, "partly reproduced") == (
+        "the point 0.6 reaches 0.44, but the interval goes down to 0.4")
+    c2 = Measurement("C2", -0.02, (-0.05, 0.01))
+    assert explain(CLAIMS["C2"].rule, c2, "not reproduced") == (
+        "-0.02 [-0.05, 0.01]: the point, though not the whole interval, lies below 0")
+    diffs = {"differences": {"p_true": [-0.05, -0.08, -0.02], "semantic_entropy": [0.01, -0.01, 0.03]}}
+    c6c = Measurement("C6c", -0.05, (-0.08, -0.02), details=diffs, evidence=ev)
+    assert explain(PARTS["C6c"].rule, c6c, "not reproduced") == (
+        "a method is significantly better (difference to it: p true -0.050 [-0.080, -0.020])")
+    assert explain(CLAIMS["C1"].rule, c1, "inconclusive", "too little data: 1 seeds (needs ≥ 3)") == (
+        "the data cannot decide: too little data: 1 seeds (needs ≥ 3)")
+
+
+def test_record_keeps_the_reasons(generated: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gnuq_core.repro.claims import Measurement, record
+
+    monkeypatch.setenv("GNUQ_CHAPTER", "04_mcmc_validation")
+    e = record(Measurement("C1", 0.9, (0.8, 0.95), evidence={"seeds": 3, "settings": 4, "query_points": 50}))
+    assert e["verdict"] == "reproduced" and e["reason"] == "the whole interval [0.8, 0.95] lies at or above 0.44"
