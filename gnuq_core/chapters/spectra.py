@@ -182,7 +182,7 @@ def run(p: Params, store: Any, profile: str) -> Result:
     """All three parts through ``store``; records claim C5 (settings name ``profile``)."""
     from IPython.display import Markdown
 
-    from gnuq_core.repro.claims import Measurement, record
+    from gnuq_core.repro.claims import Measurement, judge, record
 
     out = Result()
     cases = _exact(p, store, out)
@@ -195,6 +195,12 @@ def run(p: Params, store: Any, profile: str) -> Result:
         "of the chapter)", KINDS))
     rho_c5, lo_c5, hi_c5 = _damping(p, cases, big, out)
     widest, j0 = cases[-1], out.data["j0"]
+    v = out.values
+    big_verdict = judge(Measurement("C5", float(v["big_rho"]), (float(v["big_rho_lo"]), float(v["big_rho_hi"])),
+                                    evidence={"query_points": int(len(big["exact"])), "seeds": 1}))
+    note = (f"the same rule applied to the {big['n_params']:,}-parameter MLP (its quadratic forms by Woodbury) says "
+            f"'{big_verdict}' (ρ = {v['big_rho']:.3f} [{v['big_rho_lo']:.3f}, {v['big_rho_hi']:.3f}]); the claim's "
+            f"number is the width-{widest['width']} net's, whose Hessian is exact")
     c5 = record(Measurement(
         "C5", float(rho_c5), (float(lo_c5), float(hi_c5)),
         settings={"profile": profile, "width": widest["width"], "n_params": widest["n_params"],
@@ -207,7 +213,7 @@ def run(p: Params, store: Any, profile: str) -> Result:
                                "median_rel_error": big["median_rel_error"]},
                  "lm_block": {"model": lm["name"], "n_params": lm["dim"], "lambda_max": out.values["lm_lmax"],
                               "lambda_min": out.values["lm_lmin"]}},
-        evidence={"query_points": int(len(widest["exact"])), "seeds": 1}))
+        note=note, evidence={"query_points": int(len(widest["exact"])), "seeds": 1}))
     out.values["c5_verdict"] = c5["verdict"]
     out.data["cases"] = cases
     return out
