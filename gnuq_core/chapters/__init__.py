@@ -25,6 +25,7 @@ MODULES: dict[str, str] = {
     "03_hessian_spectra": "gnuq_core.chapters.spectra",
     "04_mcmc_validation": "gnuq_core.chapters.mcmc",
     "05_scaling": "gnuq_core.chapters.scaling",
+    "06_qa_benchmarks": "gnuq_core.chapters.qa",
     "80_cross_checks": "gnuq_core.chapters.cross_checks",
     "90_claims_ledger": "gnuq_core.chapters.ledger",
 }

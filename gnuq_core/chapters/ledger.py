@@ -19,7 +19,8 @@ from typing import Any
 
 import pandas as pd
 
-from gnuq_core.chapters.base import ChapterParams, Result
+from gnuq_core.chapters.base import ChapterParams, Result, param
+from gnuq_core.options import OPTIONS
 from gnuq_core.repro import claims
 from gnuq_core.repro.display import table
 from gnuq_core.repro.paths import REPO_ROOT
@@ -41,6 +42,7 @@ class Params(ChapterParams):
     """The ledger has nothing to set: it collects what this build's chapters recorded."""
 
     CHAPTER = "90_claims_ledger"
+    seed: int = param(0, OPTIONS["seed"], "unused: the ledger draws nothing at random (every chapter declares one)")
 
 
 def chapter_title(stem: str) -> str:

@@ -11,10 +11,11 @@ This module glues the engine (`gnuq_core.qa.engine`, `gnuq_core.lm.scoring`) to 
 * `group_norms_of`: ``||grad log p||^2`` split by parameter group (the tied embedding /
   output matrix, each decoder block, the rest), read from the records (the engine's one
   gradient pass per question computes the split; the groups sum to the total).
-* `chapter_config`, `fill` (``python -m gnuq_core.qa.study fill``): the chapter's
-  configuration from a profile, and filling its store outside the notebook, sharded under
-  ``torchrun --nproc-per-node N`` (`gnuq_core.repro.shards`); ``carry`` carries the stored
-  records across a code change after recomputing every record's exact part.
+* `chapter_config`, `fill` (``gnuq study fill``): the chapter's configuration from a profile
+  (its parameters are `gnuq_core.chapters.qa.Params`), and filling its store outside the
+  notebook, sharded under ``torchrun --nproc-per-node N`` (`gnuq_core.repro.shards`);
+  ``carry`` carries the stored records across a code change after recomputing every
+  record's exact part.
 * `variant_costs`: seconds per forward-backward pass for all parameters, all but the
   embeddings, and the last block only.
 * `score_table`: one row per question: answer, length, stop reason, correctness labels
@@ -318,15 +319,17 @@ def aligned(a: Any, b: Any, column: str) -> tuple[np.ndarray, np.ndarray]:
     return (a.set_index("id").loc[common, column].to_numpy(), b.set_index("id").loc[common, column].to_numpy())
 
 
-CHAPTER = "06"
 SIZE_PARAMETER = {"truthfulqa": "n_truthfulqa", "triviaqa": "n_triviaqa"}
 
 
 def chapter_parameters(profile: str, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Chapter 06's parameters as the chapter runner injects them (`gnuq_core.repro.chapters.chapter_parameters`)."""
-    from gnuq_core.repro import chapters as ch
+    """Chapter 06's parameters in the build of ``profile``, with ``overrides``, as a plain dict:
+    `gnuq_core.chapters.qa.Params` (the paper edition's defaults, the profile's entry over them;
+    a bad value or unknown name is a `~gnuq_core.chapters.base.ChapterError`)."""
+    # Imported here: gnuq_core.chapters.qa imports this module (the chapter runs the study).
+    from gnuq_core.chapters.qa import Params
 
-    return ch.chapter_parameters(CHAPTER, profile, dict(overrides or {}))
+    return Params.for_profile(profile, overrides).to_dict()
 
 
 def chapter_config(model: str, *, max_new_tokens: int, n_samples: int, seed: int) -> Any:

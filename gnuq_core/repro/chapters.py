@@ -133,18 +133,16 @@ def _same_type(default: Any, value: Any) -> bool:
     return isinstance(value, type(default))
 
 
-_COUNT, _NONNEG = Rule(minimum=1), Rule(minimum=0)
+_COUNT = Rule(minimum=1)
 _THREADS = Rule(minimum=0, maximum=MAX_THREADS, why_maximum="4 per core; 0: torch's default")
 _SIZES = Rule(minimum=1, nonempty=True)
 
 # Accepted values per parameter: "*" for every chapter, then per chapter (which wins).
 # A parameter without a rule is only type-checked.
 PARAMETER_RULES: dict[str, dict[str, Rule]] = {
-    "*": {"seed": OPTIONS["seed"], "n_boot": _COUNT,
+    "*": {"seed": OPTIONS["seed"],
           "max_new_tokens": OPTIONS["max_new_tokens"], "n_samples": Rule(minimum=1, maximum=OPTIONS["n_samples"].maximum),
           "models": Rule(nonempty=True)},
-    "06_qa_benchmarks": {"n_truthfulqa": _NONNEG, "n_triviaqa": _NONNEG, "n_mc": _NONNEG,
-                         "n_cost": _COUNT, "n_layer_questions": _NONNEG, "torch_threads": _THREADS},
     "07_efficiency": {"n_questions": _COUNT, "repeats": _COUNT, "clusterer": Rule(choices=("embedding", "exact")),
                       "answer_lengths": _SIZES, "prompt_lengths": _SIZES, "sweep_repeats": _COUNT,
                       "memory_repeats": _COUNT, "threads": _THREADS},
