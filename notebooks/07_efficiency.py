@@ -60,81 +60,25 @@
 
 # %% tags=["parameters"]
 profile = "quick"  # injected by the chapter runner
-seed = 0  # seeds the question choice, the samplers and the bootstrap
-models = ["smollm2-135m-instruct", "gemma3-270m"]  # model specs (see gnuq_core.bench.subjects)
-n_questions = 2  # questions per dataset (TruthfulQA and TriviaQA), for the pass timings and records/hour
-repeats = 2  # timed repeats of every pass per question
-n_samples = 10  # N of the timed sampling pass; semantic entropy uses ten in the paper
-max_new_tokens = 32  # cap on generated and sampled answer tokens in the pass timings
-clusterer = "embedding"  # semantic clustering: "embedding" (MiniLM) or "exact"
-answer_lengths = [4, 8, 16, 32, 64]  # answer-length sweep (tokens)
-prompt_lengths = [32, 64, 128, 256]  # prompt-length sweep (tokens)
-sweep_repeats = 2  # repeats per sweep point
-ladder = [[64, 2], [128, 4], [256, 8]]  # random Llama models [hidden, layers] for the size ladder
-memory = True  # measure peak memory (in a separate process on CPU)
-skip_passes = []  # timed passes to leave out to save time, e.g. ["reference"]
-memory_repeats = 1  # measured runs per pass for peak memory (after one warm-up run)
-threads = 1  # torch threads of the pass timings (0: torch's default); 1 keeps CPU time meaningful on a shared machine
-throughput = True  # records per hour of the whole QA pipeline (text models)
-throughput_questions = 0  # questions per dataset for records/hour (0: n_questions)
-layouts = [[1, 2], [2, 1]]  # records/hour layouts [processes, threads per process]
+overrides = {}  # parameters changed from the profile (the runner's --set)
 
 # %% tags=["remove-cell"]
-import json
 import os
-import textwrap
 import warnings
 
-import matplotlib.pyplot as plt
-import numpy as np
-import pandas as pd
-from IPython.display import Markdown, display
+from IPython.display import display
 from myst_nb import glue
 
-from gnuq_core.bench import config as bench_config
-from gnuq_core.bench import report
-from gnuq_core.bench.profiler import matmul_share
-from gnuq_core.bench.run import run
-from gnuq_core.bench.scaling import slope_ratio
-from gnuq_core.bench.summary import c8_measurement, method_costs
-from gnuq_core.repro import claims
+from gnuq_core.chapters import efficiency
+from gnuq_core.chapters.base import glue_figure, glue_values
 from gnuq_core.repro import display as book
-from gnuq_core.repro.paths import REPO_ROOT, generated_dir
 from gnuq_core.repro.provenance import Provenance
 
 warnings.filterwarnings("ignore")  # transformers/GGUF loading notices; none affects a number here
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 prov = Provenance.start()
 book.use_book_style()
-
-
-def rows_table(rows: list[dict], fmt: dict[str, str] | None = None, *, caption: str | None = None) -> book.Table:
-    """A benchmark report's rows as a book table: shares as percentages, counts as integers,
-    other numbers to three significant digits, intervals on one line."""
-    df = pd.DataFrame(rows)
-    fmt = {"records / hour": ",.0f", **(fmt or {})}
-    spec = {}
-    for c in df.columns:
-        if c in fmt:
-            f = fmt[c]
-        elif c.endswith(" share"):
-            f = ".0%"
-        elif pd.api.types.is_integer_dtype(df[c]):
-            f = "d"
-        elif pd.api.types.is_float_dtype(df[c]):
-            f = ".3g"
-        else:
-            f = ""
-        spec[c] = (header(c), f, "CI" in c)
-    return book.table(df, spec, caption=caption)
-
-
-def header(column: str) -> str:
-    """A report column's header in words (pass names such as ``gradient_lm_head`` spelled out)."""
-    for code, words in (("_no_embeddings", ", no embeddings"), ("_last_block", ", last block"),
-                        ("_lm_head", ", LM head"), ("p_true", "P(True)")):
-        column = column.replace(code, words)
-    return column
+params = efficiency.Params.for_profile(profile, overrides)
 
 # %% [markdown]
 # ## Running the benchmark
@@ -144,29 +88,10 @@ def header(column: str) -> str:
 # get synthetic token-id questions of realistic length, and no records/hour run.
 
 # %%
-config = bench_config.BenchConfig(
-    models=list(models), n_questions=n_questions, repeats=repeats, n_samples=n_samples,
-    max_new_tokens=max_new_tokens, clusterer=clusterer, answer_lengths=list(answer_lengths),
-    prompt_lengths=list(prompt_lengths), sweep_repeats=sweep_repeats, ladder=[list(x) for x in ladder], memory=memory,
-    memory_repeats=memory_repeats, skip=list(skip_passes), throughput=throughput,
-    throughput_questions=throughput_questions, layouts=[list(x) for x in layouts], threads=threads or None, seed=seed)
-if profile == "smoke":  # tiny random models: keep the synthetic questions tiny too
-    config.synthetic_prompt, config.synthetic_answer, config.ladder_repeats = (20, 40), 6, 1
-res = run(config, progress=False)
-out_json = generated_dir() / "07_efficiency.bench.json"
-out_json.parent.mkdir(parents=True, exist_ok=True)
-out_json.write_text(json.dumps(res, indent=1, default=float))
-mach = res["machine"]
-glue("n_models", len(res["models"]), display=False)
-glue("n_q_total", sum(len(e["questions"]) for e in res["models"].values()), display=False)
-glue("bench_wall", res["wall_seconds"], display=False)
-glue("machine_cpu", Markdown(f"{mach['cpu']} ({mach['cores']} cores, {mach['torch_threads']} torch thread(s))"),
-     display=False)
-glue("load_avg", float(mach.get("load_average", [float("nan")])[0]), display=False)
-glue("clusterer_name", Markdown(res["clusterer"]), display=False)
-parts = report.section_rows(res)[:3]
-glue("largest_parts", Markdown("; ".join(f"{r['part']} {r['seconds']:.0f} s ({r['share']})" for r in parts)),
-     display=False)
+# the benchmark (written to 07_efficiency.bench.json beside the chapter), then every table and
+# number the page quotes, and claim C8; the timings are of this machine, so no results store
+result = efficiency.run(params, None, profile)
+glue_values(result)
 
 # %% [markdown]
 # The run timed {glue:text}`n_models` models on {glue:text}`n_q_total` questions in
@@ -183,7 +108,7 @@ glue("largest_parts", Markdown("; ".join(f"{r['part']} {r['seconds']:.0f} s ({r[
 # row; the scores named in each row are those of the registry.
 
 # %%
-display(rows_table(report.cost_rows(res)))
+display(result.tables["costs"])
 
 # %% [markdown]
 # ## Against the floor: gradient pass ÷ one forward
@@ -195,21 +120,7 @@ display(rows_table(report.cost_rows(res)))
 # products of short answers can be skipped altogether.
 
 # %%
-glue("target_ratio", bench_config.TARGET_GRAD_OVER_FORWARD, display=False)
-floor = report.floor_rows(res)
-glue("floor_table", rows_table(floor, {"gradient ÷ forward": ".2f", "CPU-time ratio": ".2f", "floor ÷ forward": ".2f"}))
-glue("floor_bound_list", Markdown("; ".join(
-    f"`{r['model']}` {r['floor ÷ forward']:.2f}× (the norms then cost {r['gradient ÷ forward'] - r['floor ÷ forward']:.2f} "
-    "forwards more)" for r in floor if np.isfinite(r["floor ÷ forward"])) or "not measured in this build"),
-    display=False)
-glue("floor_list", Markdown("; ".join(
-    f"`{r['model']}` {r['gradient ÷ forward']:.2f}× (95% CI {r['95% CI'][1:-1].replace(', ', '–')}, "
-    f"{r['rounds']} rounds; {r['verdict']})" for r in floor)), display=False)
-n_met = sum(r["verdict"] == "met" for r in floor)
-glue("floor_n_met", n_met, display=False)
-glue("floor_n", len(floor), display=False)
-glue("floor_ratio_0", floor[0]["gradient ÷ forward"], display=False)
-glue("floor_model_0", Markdown(f"`{floor[0]['model']}`"), display=False)
+glue("floor_table", result.tables["floor"])
 
 # %% [markdown]
 # Gradient pass ÷ one no-grad forward, per model: {glue:md}`floor_list`. The target is
@@ -226,25 +137,7 @@ glue("floor_model_0", Markdown(f"`{floor[0]['model']}`"), display=False)
 # (prompt + answer), and the few explicit gradients of short or shared parameters.
 
 # %%
-fig, ax = book.subplots(panel_height=3.2)
-keys = ["gradient_over_forward", *(f"gradient_{g}_over_forward" for g in bench_config.GRAD_GROUPS)]
-width = 0.8 / max(1, len(res["models"]))
-for i, (spec, e) in enumerate(res["models"].items()):
-    rat = e["summary"]["ratios"]
-    vals = [rat.get(k) for k in keys]
-    x = np.arange(len(keys)) + i * width
-    med = [v["median"] if v else np.nan for v in vals]
-    err = np.array([[v["median"] - v["ci"][0], v["ci"][1] - v["median"]] if v else [0, 0] for v in vals]).T
-    ax.bar(x, med, width, yerr=err, capsize=3, label=spec)
-ax.axhline(3.0, color="k", lw=1, ls=":", label="ordinary backward (3)")
-ax.axhline(bench_config.TARGET_GRAD_OVER_FORWARD, color="r", lw=1, ls="--",
-           label=f"target ({bench_config.TARGET_GRAD_OVER_FORWARD:g})")
-ax.set_xticks(np.arange(len(keys)) + width * (len(res["models"]) - 1) / 2)
-ax.set_xticklabels(["all", "no embeddings", "last block", "LM head"])
-ax.set_ylabel("time ÷ one forward")
-ax.legend(loc="upper right")
-glue("fig_floor", fig, display=False)
-plt.close(fig)
+glue_figure("fig_floor", efficiency.figure_floor(result))
 
 # %% [markdown]
 # ```{glue:figure} fig_floor
@@ -266,44 +159,8 @@ plt.close(fig)
 # generation that every method shares (and with it).
 
 # %%
-display(rows_table(report.speedup_rows(res)))
-
-costs = method_costs()
-fig, ax = book.subplots(panel_height=3.4)
-base = [k for k in costs if any(k in e["summary"]["speedup"] for e in res["models"].values())]
-for i, (spec, e) in enumerate(res["models"].items()):
-    vals = [e["summary"]["speedup"].get(k) for k in base]
-    x = np.arange(len(base)) + i * width
-    med = [v["median"] if v else np.nan for v in vals]
-    err = np.array([[v["median"] - v["ci"][0], v["ci"][1] - v["median"]] if v else [0, 0] for v in vals]).T
-    ax.bar(x, med, width, yerr=err, capsize=3, label=spec)
-ax.axhspan(*bench_config.PAPER_SPEEDUP, color="0.85", zorder=0, label="paper: 46–107×")
-ax.axhline(1.0, color="k", lw=0.8)
-ax.set_yscale("log")
-ax.set_xticks(np.arange(len(base)) + width * (len(res["models"]) - 1) / 2)
-ax.set_xticklabels([textwrap.fill(costs[k]["label"].split(":")[0], 16) for k in base])
-ax.set_ylabel("speed-up of the estimator (×)")
-ax.legend()
-glue("fig_speedup", fig, display=False)
-plt.close(fig)
-
-c8 = c8_measurement(res, settings={"profile": profile, "threads": threads})
-entry = claims.record(c8)
-glue("c8_value", c8.value, display=False)
-glue("c8_lo", c8.ci[0], display=False)
-glue("c8_hi", c8.ci[1], display=False)
-glue("c8_verdict", Markdown(entry["verdict"]), display=False)
-glue("c8_model", Markdown(f"`{c8.settings['model_judged']}`"), display=False)
-glue("n_samples_used", res["config"]["n_samples"], display=False)
-glue("c8_per_model", Markdown("; ".join(
-    f"`{s}` {d['median']:.1f}× over {costs[d['baseline']]['label'].split(':')[0]} (95% CI {d['ci'][0]:.1f}–"
-    f"{d['ci'][1]:.1f}; {d['rounds']} rounds over {d['questions']} questions)" for s, d in c8.details.items())),
-    display=False)
-se = [d["semantic_entropy"] for d in c8.details.values() if d["semantic_entropy"] is not None]
-glue("se_speedup_max", float(max(se)) if se else float("nan"), display=False)
-glue("se_speedup_min", float(min(se)) if se else float("nan"), display=False)
-p1 = [d["p_true"] for d in c8.details.values() if d["p_true"] is not None]
-glue("p1_speedup", float(np.median(p1)) if p1 else float("nan"), display=False)
+display(result.tables["speedup"])
+glue_figure("fig_speedup", efficiency.figure_speedup(result))
 
 # %% [markdown]
 # ```{glue:figure} fig_speedup
@@ -354,33 +211,7 @@ glue("p1_speedup", float(np.median(p1)) if p1 else float("nan"), display=False)
 # are not counted. The shares are the engine's own per-pass timings inside the records.
 
 # %%
-tp_rows = report.throughput_rows(res)
-if tp_rows:
-    glue("throughput_table", rows_table(tp_rows, {"records": "d", "study (h)": ".3g"}))
-    glue("rph_list", Markdown("; ".join(
-        f"`{r['model']}`, {r['layout']}: {r['records / hour']:,.0f} records/hour ({r['s / record']:.1f} s per record, "
-        f"{r['records']} records)" for r in tp_rows)), display=False)
-    camp = res["campaign"]
-    best = camp["best"]
-    sizes = camp["study_sizes"]
-    glue("study_desc", Markdown(" + ".join(f"{n:,} {d}" for d, n in sizes.items())), display=False)
-    glue("study_records", best["records"], display=False)
-    glue("campaign_best_hours", best["hours"], display=False)
-    glue("campaign_best_layout", Markdown(best["layout"].replace("x", " process(es) × ") + " thread(s)"), display=False)
-    glue("campaign_list", Markdown("; ".join(f"{k.replace('x', ' × ')}: {v['hours']:.1f} h"
-                                             for k, v in camp["layouts"].items())), display=False)
-    sh = [r for r in tp_rows if "sample share" in r]
-    glue("sample_share_range", Markdown(f"{min(r['sample share'] for r in sh):.0%}–{max(r['sample share'] for r in sh):.0%}"),
-         display=False)
-    glue("gradient_share_range",
-         Markdown(f"{min(r['gradient share'] for r in sh):.0%}–{max(r['gradient share'] for r in sh):.0%}"), display=False)
-else:
-    glue("throughput_table", Markdown("No records/hour run (no text model, or `throughput = False`)."))
-    for k in ("rph_list", "study_desc", "campaign_best_layout", "campaign_list", "sample_share_range",
-              "gradient_share_range"):
-        glue(k, Markdown("not measured"), display=False)
-    for k in ("study_records", "campaign_best_hours"):
-        glue(k, float("nan"), display=False)
+glue("throughput_table", result.tables["throughput"])  # a sentence where no records/hour ran
 
 # %% [markdown]
 # Measured: {glue:md}`rph_list`. Sampling takes {glue:md}`sample_share_range` of a
@@ -404,25 +235,8 @@ else:
 # {glue:text}`mem_target` of one full fp32 gradient of the model.
 
 # %%
-glue("mem_target", bench_config.TARGET_MEMORY_FRACTION, display=False)
-mem_rows = report.memory_rows(res)
-if mem_rows:
-    display(rows_table(mem_rows))
-    worst = max(mem_rows, key=lambda r: r["gradient ÷ one gradient"])
-    mem_ok = all(res["targets"][r["model"]]["extra_memory_over_gradient"]["met"] for r in mem_rows)
-    glue("mem_worst_model", Markdown(f"`{worst['model']}`"), display=False)
-    glue("mem_worst_frac", worst["gradient ÷ one gradient"], display=False)
-    glue("mem_vs_forward", worst["gradient ÷ no-grad forward"], display=False)
-    glue("mem_ref_frac", max(e["memory"]["reference_over_gradient"] for e in res["models"].values() if "memory" in e),
-         display=False)
-    glue("mem_verdict", Markdown("met" if mem_ok else "missed"), display=False)
-    glue("mem_method", Markdown(next(e["memory"]["method"] for e in res["models"].values() if "memory" in e)),
-         display=False)
-else:
-    for k in ("mem_worst_model", "mem_verdict", "mem_method"):
-        glue(k, Markdown("not measured"), display=False)
-    for k in ("mem_worst_frac", "mem_vs_forward", "mem_ref_frac"):
-        glue(k, float("nan"), display=False)
+if "memory" in result.tables:  # only where peak memory was measured
+    display(result.tables["memory"])
 
 # %% [markdown]
 # The largest extra peak of the gradient pass, relative to one fp32 gradient, is
@@ -437,43 +251,7 @@ else:
 # ## How cost grows with length and size
 
 # %%
-fig, axes = book.subplots(1, 3, panel_height=2.7)
-for spec, e in res["models"].items():
-    sw = e.get("sweeps")
-    if not sw:
-        continue
-    for ax, kind in zip(axes[:2], ("answer", "prompt")):
-        pts = sw[kind]
-        if not pts:
-            continue
-        n = [p["tokens"] for p in pts]
-        (l1,) = ax.plot(n, [p["gradient"] for p in pts], "o-", label=f"{spec}: gradient")
-        ax.plot(n, [p["forward"] for p in pts], "s--", color=l1.get_color(), alpha=0.6, label=f"{spec}: forward")
-for ax, kind in zip(axes[:2], ("answer", "prompt")):
-    ax.set_xlabel(f"{kind} tokens")
-    ax.set_ylabel("seconds")
-axes[0].set_title("answer length\n(prompt fixed)")
-axes[1].set_title("prompt length\n(8-token answer)")
-fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=2)
-lad = res.get("ladder", [])
-if lad:
-    axes[2].plot([r["params"] for r in lad], [r["gradient"] for r in lad], "o-", label="gradient")
-    axes[2].plot([r["params"] for r in lad], [r["forward"] for r in lad], "s--", label="forward")
-for e in res["models"].values():
-    axes[2].plot([e["params"]], [e["summary"]["costs"]["estimator"]["median"]], "k^", ms=5)
-axes[2].set_xscale("log")
-axes[2].set_yscale("log")
-axes[2].set_xlabel("parameters")
-axes[2].set_title("model size\n(▲: models above)")
-axes[2].legend()
-glue("fig_scaling", fig, display=False)
-plt.close(fig)
-
-first = next(iter(res["models"].values()))
-glue("slope_ratio_prompt", slope_ratio(first.get("sweeps", {}).get("prompt", [])), display=False)
-glue("slope_ratio_answer", slope_ratio(first.get("sweeps", {}).get("answer", [])), display=False)
-glue("ladder_ratio_small", float(lad[0]["ratio"]) if lad else float("nan"), display=False)
-glue("ladder_ratio_large", float(lad[-1]["ratio"]) if lad else float("nan"), display=False)
+glue_figure("fig_scaling", efficiency.figure_scaling(result))
 
 # %% [markdown]
 # ```{glue:figure} fig_scaling
@@ -499,14 +277,8 @@ glue("ladder_ratio_large", float(lad[-1]["ratio"]) if lad else float("nan"), dis
 # operators by self time:
 
 # %%
-prof = first.get("profile") or {}
-if prof:
-    top = pd.DataFrame([{"pass": k, "operator": o["op"], "self ms": o["self_us"] / 1e3, "calls": o["calls"]}
-                        for k, v in prof.items() for o in v["ops"][:8]])
-    display(book.table(top, {"pass": "pass", "operator": "operator", "self ms": ("self time (ms)", ".3g"),
-                             "calls": ("calls", "d")}))
-glue("mm_share_forward", matmul_share(prof["forward"]) if prof else float("nan"), display=False)
-glue("mm_share_gradient", matmul_share(prof["gradient"]) if prof else float("nan"), display=False)
+if "operators" in result.tables:  # only where the profiler ran
+    display(result.tables["operators"])
 
 # %% [markdown]
 # Matrix products (`aten::mm`, `aten::addmm`, `aten::bmm`, attention) take
@@ -523,17 +295,10 @@ glue("mm_share_gradient", matmul_share(prof["gradient"]) if prof else float("nan
 # When its results are committed as `bench/gpu_results.json`, they appear here.
 
 # %%
-gpu_path = REPO_ROOT / "bench" / "gpu_results.json"
-gres = json.loads(gpu_path.read_text()) if gpu_path.exists() else None
-if gres and gres.get("schema") == bench_config.SCHEMA:
-    gm = gres["machine"]
-    display(Markdown(f"GPU results from **{gm.get('gpu') or gm.get('device')}** "
-                     f"(torch {gres['versions'].get('torch')}, commit `{gres['git'].get('commit', '?')[:12]}`):"))
-    display(rows_table(report.floor_rows(gres), {"gradient ÷ forward": ".2f", "CPU-time ratio": ".2f",
-                                                 "floor ÷ forward": ".2f"}))
-    display(rows_table(report.speedup_rows(gres)))
-else:
-    display(Markdown("No GPU results of this benchmark version are committed (`bench/gpu_results.json`)."))
+display(result.data["gpu_note"])
+for name in ("gpu_floor", "gpu_speedup"):  # only where bench/gpu_results.json is of this benchmark version
+    if name in result.tables:
+        display(result.tables[name])
 
 # %% [markdown]
 # ## Summary

@@ -19,13 +19,13 @@ def test_unknown_profile() -> None:
 
 
 def test_unknown_notebook_parameter() -> None:
-    with pytest.raises(ChapterError, match=r"unknown parameter\(s\) n_mcc; the parameters cell declares: .*n_mc"):
-        chapters.resolve_parameters("01_derivation", {"seed": 0, "n_mc": 10}, {"n_mcc": 5})
+    with pytest.raises(ChapterError, match=r"unknown parameter\(s\) n_mcc; the chapter declares: .*n_mc"):
+        chapters.chapter_parameters("01", "quick", {"n_mcc": 5})
 
 
 def test_wrong_parameter_type() -> None:
-    with pytest.raises(ChapterError, match=r"n_mc='many' is a str, but its default 10 is a int"):
-        chapters.resolve_parameters("01_derivation", {"n_mc": 10}, {"n_mc": "many"})
+    with pytest.raises(ChapterError, match=r"n_mc='many' is a str, but its default 20000 is a int"):
+        chapters.chapter_parameters("01", "quick", {"n_mc": "many"})
 
 
 def test_missing_data_directory(tmp_path: Path) -> None:

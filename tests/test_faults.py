@@ -135,7 +135,7 @@ CASES = [
      r"n_seeds=1000000000 must be ≤ 1,000,000 \(more exhausts memory"),
     ("chapter-list-size-huge", "chapters", "run 03 --out {book} --set widths=[8,100000000]",
      r"element 100000000 must be ≤ 1,000,000"),
-    ("chapter-legacy-size-huge", "chapters", "run 07 --out {book} --set repeats=10000000000",
+    ("chapter-size-huge-07", "chapters", "run 07 --out {book} --set repeats=10000000000",
      r"repeats=10000000000 must be ≤ 1,000,000"),
     ("bench-device-meta", "bench", "--tiny --device meta", r"^error: device 'meta' holds no numbers"),
     ("bench-device-xpu", "bench", "--tiny --device xpu", r"^error: device 'xpu' is not available"),

@@ -26,6 +26,7 @@ MODULES: dict[str, str] = {
     "04_mcmc_validation": "gnuq_core.chapters.mcmc",
     "05_scaling": "gnuq_core.chapters.scaling",
     "06_qa_benchmarks": "gnuq_core.chapters.qa",
+    "07_efficiency": "gnuq_core.chapters.efficiency",
     "80_cross_checks": "gnuq_core.chapters.cross_checks",
     "90_claims_ledger": "gnuq_core.chapters.ledger",
 }

@@ -6,16 +6,13 @@ parameters it should run with::
     01_derivation:
       n_mc: 2000
 
-A chapter whose computation lives in `gnuq_core.chapters` (`gnuq_core.chapters.MODULES`)
-declares its parameters once, in its module's ``Params`` dataclass (defaults: the paper
-edition): the runner creates ``Params`` from the profile and ``--set`` values (which
-checks every value) and injects only ``profile`` and ``overrides`` into the notebook,
-which resolves the same ``Params``. For the chapters still computing in their notebook,
-every parameter in a profile must be declared, with a value of the same type, in the
-chapter's ``parameters`` cell (papermill only warns about unknown ones, we refuse them),
-and values must lie in their range (`PARAMETER_RULES`). Either way the checks run
-before the notebook does, so ``--set n_mc=-5`` is one line, not a traceback from deep
-inside a chapter, and nothing in the output folder changes before they pass.
+Every chapter's computation lives in `gnuq_core.chapters` (`gnuq_core.chapters.MODULES`),
+which declares its parameters once, in the module's ``Params`` dataclass (defaults: the
+paper edition): the runner creates ``Params`` from the profile and ``--set`` values (which
+checks every value's type and range) and injects only ``profile`` and ``overrides`` into
+the notebook, which resolves the same ``Params``. The checks run before the notebook
+does, so ``--set n_mc=-5`` is one line, not a traceback from deep inside a chapter, and
+nothing in the output folder changes before they pass.
 
 Command line::
 
@@ -39,8 +36,7 @@ from typing import Any
 
 from gnuq_core.chapters import module_for
 from gnuq_core.chapters.base import ChapterError
-from gnuq_core.options import (MAX_THREADS, OPTIONS, OneLineParser, Rule, finite_problem, output_path,
-                               run_command, size_problem)
+from gnuq_core.options import OneLineParser, output_path, run_command
 from gnuq_core.repro.files import DamagedFile, json_type, read_yaml_mapping
 from gnuq_core.repro.paths import REPO_ROOT
 
@@ -125,74 +121,21 @@ def declared_parameters(notebook: Path) -> dict[str, Any]:
     return {name: ast.literal_eval(info["default"]) for name, info in declared.items()}
 
 
-def _same_type(default: Any, value: Any) -> bool:
-    if isinstance(default, bool) or isinstance(value, bool):
-        return isinstance(default, bool) and isinstance(value, bool)
-    if isinstance(default, float):
-        return isinstance(value, (int, float))
-    return isinstance(value, type(default))
-
-
-_COUNT = Rule(minimum=1)
-_THREADS = Rule(minimum=0, maximum=MAX_THREADS, why_maximum="4 per core; 0: torch's default")
-_SIZES = Rule(minimum=1, nonempty=True)
-
-# Accepted values per parameter: "*" for every chapter, then per chapter (which wins).
-# A parameter without a rule is only type-checked.
-PARAMETER_RULES: dict[str, dict[str, Rule]] = {
-    "*": {"seed": OPTIONS["seed"],
-          "max_new_tokens": OPTIONS["max_new_tokens"], "n_samples": Rule(minimum=1, maximum=OPTIONS["n_samples"].maximum),
-          "models": Rule(nonempty=True)},
-    "07_efficiency": {"n_questions": _COUNT, "repeats": _COUNT, "clusterer": Rule(choices=("embedding", "exact")),
-                      "answer_lengths": _SIZES, "prompt_lengths": _SIZES, "sweep_repeats": _COUNT,
-                      "memory_repeats": _COUNT, "threads": _THREADS},
-}
-
-
-def parameter_rule(chapter: str, name: str) -> Rule | None:
-    """The `Rule` of parameter ``name`` in ``chapter`` (its own, else the shared one), or None."""
-    return PARAMETER_RULES.get(chapter, {}).get(name) or PARAMETER_RULES["*"].get(name)
-
-
-def check_values(chapter: str, params: dict[str, Any]) -> None:
-    """Raise `ChapterError` (one line) for the first parameter whose value its `Rule` refuses."""
-    for name, value in params.items():
-        rule = parameter_rule(chapter, name)
-        why = rule.problem(value) if rule is not None else finite_problem(value)  # every number finite
-        if why is None and (rule is None or rule.maximum is None):
-            why = size_problem(value)  # and every whole number below a ceiling, whatever its own rule
-        if why is not None:
-            raise ChapterError(f"{chapter}: parameter {name}={value!r} {why}")
-
-
-def resolve_parameters(chapter: str, defaults: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
-    """Defaults updated by ``overrides``; unknown names, wrong types and values out of range
-    (`PARAMETER_RULES`) are errors."""
-    unknown = sorted(set(overrides) - set(defaults))
-    if unknown:
-        raise ChapterError(f"{chapter}: unknown parameter(s) {', '.join(unknown)}; the parameters cell "
-                           f"declares: {', '.join(defaults)}. Fix the profile or declare them in the notebook.")
-    for name, value in overrides.items():
-        if not _same_type(defaults[name], value):
-            raise ChapterError(f"{chapter}: parameter {name}={value!r} is a {type(value).__name__}, but its "
-                               f"default {defaults[name]!r} is a {type(defaults[name]).__name__}")
-    params = {**defaults, **overrides}
-    check_values(chapter, params)
-    return params
+def chapter_module(source: Path) -> Any:
+    """The `gnuq_core.chapters` module of a chapter notebook (a `ChapterError` if none is registered)."""
+    module = module_for(source.stem)
+    if module is None:
+        raise ChapterError(f"{source.name} has no chapter module: register its Params and run() in "
+                           "gnuq_core.chapters.MODULES")
+    return module
 
 
 def chapter_parameters(selector: str, profile: str, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A chapter's parameters as the runner injects them: the notebook's defaults, updated by
-    ``profile`` (``notebooks/profiles/<profile>.yml``), then by ``overrides`` (same checks)."""
+    """A chapter's parameters for a build: its ``Params`` defaults, updated by ``profile``
+    (``notebooks/profiles/<profile>.yml``), then by ``overrides``, every value checked."""
     source = find_chapter(selector)
-    module = module_for(source.stem)
-    if module is not None:
-        return {**module.Params.resolve(load_profile(profile).get(source.stem, {}), overrides).to_dict(),
-                "profile": profile}
-    with tempfile.TemporaryDirectory() as tmp:
-        defaults = declared_parameters(to_ipynb(source, Path(tmp) / f"{source.stem}.ipynb"))
-    merged = {**load_profile(profile).get(source.stem, {}), **(overrides or {}), "profile": profile}
-    return resolve_parameters(source.stem, defaults, merged)
+    params = chapter_module(source).Params.resolve(load_profile(profile).get(source.stem, {}), overrides)
+    return {**params.to_dict(), "profile": profile}
 
 
 def run_chapter(selector: str, profile: str = "quick", out_dir: Path | None = None,
@@ -208,26 +151,21 @@ def run_chapter(selector: str, profile: str = "quick", out_dir: Path | None = No
     from gnuq_core.repro import claims
 
     source = find_chapter(selector)
-    overrides = {**load_profile(profile).get(source.stem, {}), **(extra or {})}
-    if "profile" in overrides:
+    if "profile" in {**load_profile(profile).get(source.stem, {}), **(extra or {})}:
         raise ChapterError(f"{source.stem}: 'profile' is set by the runner, not by a profile file")
     out_dir = Path(out_dir or REPO_ROOT / "book" / "_generated").resolve()
     if out_dir.exists() and not out_dir.is_dir():
         raise ChapterError(f"--out {out_dir} is a file: give a folder for the executed notebooks")
-    module = module_for(source.stem)
+    module = chapter_module(source)
     with tempfile.TemporaryDirectory() as scratch:  # check everything before touching out_dir
         draft = to_ipynb(source, Path(scratch) / f"{source.stem}.ipynb")
-        if module is not None:  # the chapter's Params checks the values; the notebook resolves the same ones
-            declared = declared_parameters(draft)
-            if set(declared) != {"profile", "overrides"}:
-                raise ChapterError(f"{source.name}: its parameters cell must declare only `profile` and `overrides` "
-                                   f"(the parameters are {module.__name__}.Params); it declares {', '.join(declared)}")
-            resolved = module.Params.resolve(load_profile(profile).get(source.stem, {}), extra)
-            params = {"profile": profile, "overrides": dict(extra or {})}
-            recorded = {**resolved.to_dict(), "profile": profile}
-        else:
-            params = resolve_parameters(source.stem, declared_parameters(draft), {**overrides, "profile": profile})
-            recorded = params
+        declared = declared_parameters(draft)  # the chapter's Params checks the values; the notebook resolves them
+        if set(declared) != {"profile", "overrides"}:
+            raise ChapterError(f"{source.name}: its parameters cell must declare only `profile` and `overrides` "
+                               f"(the parameters are {module.__name__}.Params); it declares {', '.join(declared)}")
+        resolved = module.Params.resolve(load_profile(profile).get(source.stem, {}), extra)
+        params = {"profile": profile, "overrides": dict(extra or {})}
+        recorded = {**resolved.to_dict(), "profile": profile}
         try:
             out_dir.mkdir(parents=True, exist_ok=True)
         except OSError as err:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import make_dataclass
 from pathlib import Path
 
 import pytest
 
+from gnuq_core.chapters.base import ChapterParams, param
+from gnuq_core.options import Rule
 from gnuq_core.repro import chapters
 from gnuq_core.repro.chapters import ChapterError
 
@@ -25,8 +28,8 @@ def test_find_chapter_by_number_and_stem() -> None:
 
 
 def test_unknown_parameter_is_refused_with_declared_names() -> None:
-    with pytest.raises(ChapterError, match=r"unknown parameter\(s\) typo.*declares: seed, n"):
-        chapters.resolve_parameters("ch", {"seed": 0, "n": 3}, {"typo": 1})
+    with pytest.raises(ChapterError, match=r"unknown parameter\(s\) typo.*declares: seed, n_mc"):
+        chapters.chapter_parameters("01", "quick", {"typo": 1})
 
 
 @pytest.mark.parametrize("default, value, ok", [
@@ -34,11 +37,13 @@ def test_unknown_parameter_is_refused_with_declared_names() -> None:
     ("a", "b", True), ("a", 3, False), ([1], [2, 3], True),
 ])
 def test_parameter_types(default: object, value: object, ok: bool) -> None:
+    toy = make_dataclass("Toy", [("x", type(default), param(default))], bases=(ChapterParams,), frozen=True)
+    toy.CHAPTER = "ch"
     if ok:
-        assert chapters.resolve_parameters("ch", {"x": default}, {"x": value}) == {"x": value}
+        assert toy.resolve(None, {"x": value}).x == value
     else:
         with pytest.raises(ChapterError, match="parameter x="):
-            chapters.resolve_parameters("ch", {"x": default}, {"x": value})
+            toy.resolve(None, {"x": value})
 
 
 def test_parameters_cell_is_read_from_jupytext_source(tmp_path: Path) -> None:
@@ -60,15 +65,11 @@ def test_every_profile_fits_every_chapter(profile: str, tmp_path: Path) -> None:
     """Each profile sets only declared parameters of the right type (no execution)."""
     settings = chapters.load_profile(profile)
     for source in chapters.chapters():
-        defaults = chapters.declared_parameters(chapters.to_ipynb(source, tmp_path / f"{source.stem}.ipynb"))
-        module = chapters.module_for(source.stem)
-        if module is not None:  # moved to gnuq_core.chapters: the notebook takes a profile and overrides only
-            assert set(defaults) == {"profile", "overrides"}, f"{source.stem}: its Params hold the parameters"
-            assert "seed" in module.Params.names()
-            module.Params.resolve(settings.get(source.stem, {}))
-            continue
-        assert "profile" in defaults and "seed" in defaults, f"{source.stem}: declare profile and seed"
-        chapters.resolve_parameters(source.stem, defaults, settings.get(source.stem, {}))
+        declared = chapters.declared_parameters(chapters.to_ipynb(source, tmp_path / f"{source.stem}.ipynb"))
+        module = chapters.chapter_module(source)
+        assert set(declared) == {"profile", "overrides"}, f"{source.stem}: its Params hold the parameters"
+        assert "seed" in module.Params.names()
+        module.Params.resolve(settings.get(source.stem, {}))
 
 
 def test_profile_naming_a_missing_chapter_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -93,28 +94,25 @@ def test_parse_overrides_reads_literals_and_rejects_malformed_pairs():
 
 
 @pytest.mark.parametrize("rule, value, problem", [
-    (chapters.Rule(minimum=1), 1, None), (chapters.Rule(minimum=1), 0, "must be ≥ 1"),
-    (chapters.Rule(minimum=0), -5, "must be ≥ 0"), (chapters.Rule(above=0, below=1), 1.0, "must be < 1"),
-    (chapters.Rule(above=0), 0.0, "must be > 0"), (chapters.Rule(maximum=3), 4, "must be ≤ 3"),
-    (chapters.Rule(choices=("a", "b")), "c", "must be one of 'a', 'b'"),
-    (chapters.Rule(minimum=1, nonempty=True), [], "must not be empty"),
-    (chapters.Rule(minimum=1, nonempty=True), [4, 0], "element 0 must be ≥ 1"),
-    (chapters.Rule(minimum=1), [], None),
+    (Rule(minimum=1), 1, None), (Rule(minimum=1), 0, "must be ≥ 1"),
+    (Rule(minimum=0), -5, "must be ≥ 0"), (Rule(above=0, below=1), 1.0, "must be < 1"),
+    (Rule(above=0), 0.0, "must be > 0"), (Rule(maximum=3), 4, "must be ≤ 3"),
+    (Rule(choices=("a", "b")), "c", "must be one of 'a', 'b'"),
+    (Rule(minimum=1, nonempty=True), [], "must not be empty"),
+    (Rule(minimum=1, nonempty=True), [4, 0], "element 0 must be ≥ 1"),
+    (Rule(minimum=1), [], None),
 ])
-def test_rule_problem(rule: chapters.Rule, value: object, problem: str | None) -> None:
+def test_rule_problem(rule: Rule, value: object, problem: str | None) -> None:
     assert rule.problem(value) == problem
 
 
-def test_every_rule_names_a_declared_parameter(tmp_path: Path) -> None:
-    declared: dict[str, set[str]] = {}
+def test_every_notebook_has_a_chapter_module(tmp_path: Path) -> None:
     for source in chapters.chapters():
-        declared[source.stem] = set(chapters.declared_parameters(chapters.to_ipynb(source, tmp_path / f"{source.stem}.ipynb")))
-    for chapter, rules in chapters.PARAMETER_RULES.items():
-        assert chapters.module_for(chapter) is None, f"{chapter}: its rules belong in its Params"
-        if chapter == "*":
-            assert set(rules) <= set().union(*declared.values()), "a shared rule names no parameter"
-        else:
-            assert chapter in declared and set(rules) <= declared[chapter], f"{chapter}: stale rule"
+        assert chapters.module_for(source.stem) is not None, f"{source.stem}: register its Params and run()"
+    src = tmp_path / "99_new.py"
+    src.write_text('# %% tags=["parameters"]\nprofile = "quick"\n')
+    with pytest.raises(ChapterError, match="99_new.py has no chapter module"):
+        chapters.chapter_module(src)
 
 
 def test_value_out_of_range_is_refused_before_the_output_folder_changes(tmp_path: Path,

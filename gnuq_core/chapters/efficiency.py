@@ -1,0 +1,451 @@
+"""Chapter 07, efficiency: what one forward-backward pass costs, and what a QA record costs.
+
+`run` turns the chapter's `Params` into a `~gnuq_core.bench.config.BenchConfig` and runs
+the efficiency benchmark (`gnuq_core.bench.run.run`: the engine's own passes timed side by
+side, cost against length and size, a profiler table, peak memory, records per hour of the
+whole QA pipeline), writes its results JSON beside the executed chapter, and computes
+everything the page reports from them: the cost table, the gradient pass against its floor,
+the speed-up over each baseline with claim C8 measured (`gnuq_core.bench.summary.c8_measurement`)
+and recorded, records per hour and the full-study estimate, memory, the length and size
+slopes, the operators' shares, and a committed GPU run (``bench/gpu_results.json``) where
+there is one of this benchmark version.
+
+Every number the page quotes is in ``Result.values`` under the name the page glues it
+under, every table it shows in ``Result.tables``; the figure functions draw from
+``Result.data["bench"]`` (the benchmark's results dict).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from IPython.display import Markdown
+
+from gnuq_core.bench import config as bench_config
+from gnuq_core.bench import report
+from gnuq_core.bench.__main__ import ladder_pair, layout_pair
+from gnuq_core.bench.profiler import matmul_share
+from gnuq_core.bench.run import run as run_bench
+from gnuq_core.bench.scaling import slope_ratio
+from gnuq_core.bench.summary import c8_measurement, method_costs
+from gnuq_core.chapters.base import COUNT, ChapterError, ChapterParams, Result, param
+from gnuq_core.options import MAX_THREADS, OPTIONS, Rule
+from gnuq_core.repro import claims
+from gnuq_core.repro import display as book
+from gnuq_core.repro.paths import REPO_ROOT, generated_dir
+
+__all__ = ["Params", "run", "bench_config_of", "rows_table", "header", "gpu_results", "figure_floor",
+           "figure_speedup", "figure_scaling", "GPU_RESULTS", "FLOOR_FORMATS"]
+
+GPU_RESULTS = REPO_ROOT / "bench" / "gpu_results.json"
+"""Where `scripts/gpu_bench.sh`'s results are committed (shown by the chapter when their schema matches)."""
+FLOOR_FORMATS = {"gradient ÷ forward": ".2f", "CPU-time ratio": ".2f", "floor ÷ forward": ".2f"}
+"""Column formats of the floor table (two decimals for the ratios)."""
+THREADS = Rule(minimum=0, maximum=MAX_THREADS, integer=True, why_maximum="4 per core; 0: torch's default")
+CLUSTERERS = ("embedding", "exact")
+N_SAMPLES = Rule(minimum=1, maximum=OPTIONS["n_samples"].maximum, integer=True,
+                 why_maximum=OPTIONS["n_samples"].why_maximum)
+LENGTHS = Rule(minimum=1, maximum=OPTIONS["max_new_tokens"].maximum, integer=True, nonempty=True,
+               why_maximum=OPTIONS["max_new_tokens"].why_maximum)
+NONNEG_SIZE = Rule(minimum=0, maximum=COUNT.maximum, integer=True, why_maximum=COUNT.why_maximum)
+WHOLE = Rule(minimum=1, integer=True)
+
+
+@dataclass(frozen=True)
+class Params(ChapterParams):
+    """Chapter 07's parameters (defaults: the paper edition, sized to the book's 30-minute
+    budget: C8's gate needs ≥ 5 questions and ≥ 10 rounds per model, 6 and 12 here; `make
+    bench` is the long benchmark)."""
+
+    CHAPTER = "07_efficiency"
+    seed: int = param(0, OPTIONS["seed"], "seeds the question choice, the samplers and the bootstrap")
+    models: list[str] = param(["smollm2-135m-instruct", "gemma3-270m"], Rule(nonempty=True),
+                              "model specs (see gnuq_core.bench.subjects)")
+    n_questions: int = param(3, COUNT, "questions per dataset (TruthfulQA and TriviaQA), for the pass timings "
+                                       "and records/hour")
+    repeats: int = param(2, COUNT, "timed repeats of every pass per question")
+    n_samples: int = param(10, N_SAMPLES, "N of the timed sampling pass; semantic entropy uses ten in the paper")
+    max_new_tokens: int = param(32, OPTIONS["max_new_tokens"], "cap on generated and sampled answer tokens in the "
+                                                               "pass timings")
+    clusterer: str = param("embedding", Rule(choices=CLUSTERERS), 'semantic clustering: "embedding" (MiniLM) '
+                                                                  'or "exact"')
+    answer_lengths: list[int] = param([4, 16, 64], LENGTHS, "answer-length sweep (tokens)")
+    prompt_lengths: list[int] = param([32, 128, 512], LENGTHS, "prompt-length sweep (tokens)")
+    sweep_repeats: int = param(2, COUNT, "repeats per sweep point")
+    ladder: list[list[int]] = param([[64, 2], [128, 4], [256, 8]], WHOLE,
+                                    "random Llama models [hidden, layers] for the size ladder (empty: none)")
+    ladder_repeats: int = param(3, COUNT, "repeats per model of the size ladder")
+    memory: bool = param(True, None, "measure peak memory (in a separate process on CPU)")
+    skip_passes: list[str] = param(["reference"], Rule(choices=bench_config.PASS_NAMES),
+                                   'timed passes to leave out to save time, e.g. ["reference"]')
+    memory_repeats: int = param(1, COUNT, "measured runs per pass for peak memory (after one warm-up run)")
+    threads: int = param(1, THREADS, "torch threads of the pass timings (0: torch's default); 1 keeps CPU time "
+                                     "meaningful on a shared machine")
+    throughput: bool = param(True, None, "records per hour of the whole QA pipeline (text models)")
+    throughput_questions: int = param(1, NONNEG_SIZE, "questions per dataset for records/hour (0: n_questions)")
+    layouts: list[list[int]] = param([[1, 2], [2, 1]], WHOLE, "records/hour layouts [processes, threads per "
+                                                              "process]")
+    synthetic_prompt: list[int] = param([40, 130], WHOLE, "[shortest, longest] prompt of the synthetic questions "
+                                                          "of random models (tokens)")
+    synthetic_answer: int = param(12, OPTIONS["max_new_tokens"], "answer and sample length cap of random models "
+                                                                 "(tokens)")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name, check in (("ladder", ladder_pair), ("layouts", layout_pair)):
+            for pair in getattr(self, name):
+                why = None if isinstance(pair, list) and len(pair) == 2 else "must be a pair [a, b]"
+                if why is None:
+                    try:
+                        check(f"{pair[0]}x{pair[1]}")  # the bounds of `gnuq bench --ladder/--layouts`
+                    except argparse.ArgumentTypeError as err:
+                        why = str(err).split(": ", 1)[-1]
+                if why is not None:
+                    raise ChapterError(f"{self.CHAPTER}: parameter {name}={getattr(self, name)!r} element {pair!r} "
+                                       f"{why}")
+        lo, hi = (self.synthetic_prompt + [0, 0])[:2]
+        if len(self.synthetic_prompt) != 2 or lo > hi:
+            raise ChapterError(f"{self.CHAPTER}: parameter synthetic_prompt={self.synthetic_prompt!r} must be "
+                               "[shortest, longest] with shortest ≤ longest")
+
+
+def bench_config_of(p: Params) -> bench_config.BenchConfig:
+    """The `~gnuq_core.bench.config.BenchConfig` that ``p`` asks for (its other fields keep the
+    benchmark's defaults: both datasets, T = 1, the profiler table, the QA study's N and cap
+    for records/hour)."""
+    return bench_config.BenchConfig(
+        models=list(p.models), n_questions=p.n_questions, repeats=p.repeats, n_samples=p.n_samples,
+        max_new_tokens=p.max_new_tokens, clusterer=p.clusterer, answer_lengths=list(p.answer_lengths),
+        prompt_lengths=list(p.prompt_lengths), sweep_repeats=p.sweep_repeats, ladder=[list(x) for x in p.ladder],
+        ladder_repeats=p.ladder_repeats, memory=p.memory, memory_repeats=p.memory_repeats, skip=list(p.skip_passes),
+        throughput=p.throughput, throughput_questions=p.throughput_questions, layouts=[list(x) for x in p.layouts],
+        threads=p.threads or None, seed=p.seed, synthetic_prompt=(p.synthetic_prompt[0], p.synthetic_prompt[1]),
+        synthetic_answer=p.synthetic_answer)
+
+
+# ----------------------------------------------------------------------------- tables
+
+
+def header(column: str) -> str:
+    """A report column's header in words (pass names such as ``gradient_lm_head`` spelled out)."""
+    for code, words in (("_no_embeddings", ", no embeddings"), ("_last_block", ", last block"),
+                        ("_lm_head", ", LM head"), ("p_true", "P(True)")):
+        column = column.replace(code, words)
+    return column
+
+
+def rows_table(rows: list[dict[str, Any]], fmt: dict[str, str] | None = None, *,
+               caption: str | None = None) -> book.Table:
+    """A benchmark report's rows as a book table: shares as percentages, counts as integers,
+    other numbers to three significant digits, intervals on one line.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Rows of a `gnuq_core.bench.report` builder.
+    fmt : dict, optional
+        Format per column, over the defaults (records per hour with thousands separators).
+    caption : str, optional
+
+    Returns
+    -------
+    Table
+    """
+    df = pd.DataFrame(rows)
+    fmt = {"records / hour": ",.0f", **(fmt or {})}
+    spec = {}
+    for c in df.columns:
+        if c in fmt:
+            f = fmt[c]
+        elif c.endswith(" share"):
+            f = ".0%"
+        elif pd.api.types.is_integer_dtype(df[c]):
+            f = "d"
+        elif pd.api.types.is_float_dtype(df[c]):
+            f = ".3g"
+        else:
+            f = ""
+        spec[c] = (header(c), f, "CI" in c)
+    return book.table(df, spec, caption=caption)
+
+
+def gpu_results(path: Path | None = None) -> dict[str, Any] | None:
+    """The committed GPU run at ``path`` (default `GPU_RESULTS`) if it exists and has this
+    benchmark's schema, else None."""
+    path = GPU_RESULTS if path is None else path
+    gres = json.loads(path.read_text()) if path.exists() else None
+    return gres if gres and gres.get("schema") == bench_config.SCHEMA else None
+
+
+# ----------------------------------------------------------------------------- the sections
+
+
+def _overview(res: dict[str, Any], out: Result) -> None:
+    """What ran, where, how long; the largest parts of the run; the cost table."""
+    mach = res["machine"]
+    parts = report.section_rows(res)[:3]
+    out.values.update(
+        n_models=len(res["models"]), n_q_total=sum(len(e["questions"]) for e in res["models"].values()),
+        bench_wall=res["wall_seconds"],
+        machine_cpu=Markdown(f"{mach['cpu']} ({mach['cores']} cores, {mach['torch_threads']} torch thread(s))"),
+        load_avg=float(mach.get("load_average", [float("nan")])[0]), clusterer_name=Markdown(res["clusterer"]),
+        largest_parts=Markdown("; ".join(f"{r['part']} {r['seconds']:.0f} s ({r['share']})" for r in parts)))
+    out.tables["costs"] = rows_table(report.cost_rows(res))
+
+
+def _floor(res: dict[str, Any], out: Result) -> None:
+    """The gradient pass ÷ one forward per model, against the target and the floor."""
+    floor = report.floor_rows(res)
+    out.tables["floor"] = rows_table(floor, FLOOR_FORMATS)
+    out.values.update(
+        target_ratio=bench_config.TARGET_GRAD_OVER_FORWARD,
+        floor_bound_list=Markdown("; ".join(
+            f"`{r['model']}` {r['floor ÷ forward']:.2f}× (the norms then cost "
+            f"{r['gradient ÷ forward'] - r['floor ÷ forward']:.2f} forwards more)"
+            for r in floor if np.isfinite(r["floor ÷ forward"])) or "not measured in this build"),
+        floor_list=Markdown("; ".join(
+            f"`{r['model']}` {r['gradient ÷ forward']:.2f}× (95% CI {r['95% CI'][1:-1].replace(', ', '–')}, "
+            f"{r['rounds']} rounds; {r['verdict']})" for r in floor)),
+        floor_n_met=sum(r["verdict"] == "met" for r in floor), floor_n=len(floor),
+        floor_ratio_0=floor[0]["gradient ÷ forward"], floor_model_0=Markdown(f"`{floor[0]['model']}`"))
+
+
+def _speedup(p: Params, res: dict[str, Any], profile: str, out: Result) -> None:
+    """The speed-up table, and claim C8 measured, recorded and quoted."""
+    out.tables["speedup"] = rows_table(report.speedup_rows(res))
+    costs = method_costs()
+    c8 = c8_measurement(res, settings={"profile": profile, "threads": p.threads})
+    entry = claims.record(c8)
+    se = [d["semantic_entropy"] for d in c8.details.values() if d["semantic_entropy"] is not None]
+    p1 = [d["p_true"] for d in c8.details.values() if d["p_true"] is not None]
+    out.values.update(
+        c8_value=c8.value, c8_lo=c8.ci[0], c8_hi=c8.ci[1], c8_verdict=Markdown(entry["verdict"]),
+        c8_model=Markdown(f"`{c8.settings['model_judged']}`"), n_samples_used=res["config"]["n_samples"],
+        c8_per_model=Markdown("; ".join(
+            f"`{s}` {d['median']:.1f}× over {costs[d['baseline']]['label'].split(':')[0]} (95% CI "
+            f"{d['ci'][0]:.1f}–{d['ci'][1]:.1f}; {d['rounds']} rounds over {d['questions']} questions)"
+            for s, d in c8.details.items())),
+        se_speedup_max=float(max(se)) if se else float("nan"), se_speedup_min=float(min(se)) if se else float("nan"),
+        p1_speedup=float(np.median(p1)) if p1 else float("nan"))
+
+
+def _throughput(res: dict[str, Any], out: Result) -> None:
+    """Records per hour per model and layout, the shares of the passes, the full-study estimate."""
+    tp_rows = report.throughput_rows(res)
+    v = out.values
+    if not tp_rows:
+        out.tables["throughput"] = Markdown("No records/hour run (no text model, or `throughput = False`).")
+        for k in ("rph_list", "study_desc", "campaign_best_layout", "campaign_list", "sample_share_range",
+                  "gradient_share_range"):
+            v[k] = Markdown("not measured")
+        v.update(study_records=float("nan"), campaign_best_hours=float("nan"))
+        return
+    out.tables["throughput"] = rows_table(tp_rows, {"records": "d", "study (h)": ".3g"})
+    camp = res["campaign"]
+    best = camp["best"]
+    sh = [r for r in tp_rows if "sample share" in r]
+    v.update(
+        rph_list=Markdown("; ".join(
+            f"`{r['model']}`, {r['layout']}: {r['records / hour']:,.0f} records/hour ({r['s / record']:.1f} s per "
+            f"record, {r['records']} records)" for r in tp_rows)),
+        study_desc=Markdown(" + ".join(f"{n:,} {d}" for d, n in camp["study_sizes"].items())),
+        study_records=best["records"], campaign_best_hours=best["hours"],
+        campaign_best_layout=Markdown(best["layout"].replace("x", " process(es) × ") + " thread(s)"),
+        campaign_list=Markdown("; ".join(f"{k.replace('x', ' × ')}: {lay['hours']:.1f} h"
+                                         for k, lay in camp["layouts"].items())),
+        sample_share_range=Markdown(f"{min(r['sample share'] for r in sh):.0%}–{max(r['sample share'] for r in sh):.0%}"),
+        gradient_share_range=Markdown(
+            f"{min(r['gradient share'] for r in sh):.0%}–{max(r['gradient share'] for r in sh):.0%}"))
+
+
+def _memory(res: dict[str, Any], out: Result) -> None:
+    """Peak extra memory per model and pass; the worst gradient pass against its target."""
+    v = out.values
+    v["mem_target"] = bench_config.TARGET_MEMORY_FRACTION
+    mem_rows = report.memory_rows(res)
+    if not mem_rows:
+        for k in ("mem_worst_model", "mem_verdict", "mem_method"):
+            v[k] = Markdown("not measured")
+        v.update(mem_worst_frac=float("nan"), mem_vs_forward=float("nan"), mem_ref_frac=float("nan"))
+        return
+    out.tables["memory"] = rows_table(mem_rows)
+    worst = max(mem_rows, key=lambda r: r["gradient ÷ one gradient"])
+    mem_ok = all(res["targets"][r["model"]]["extra_memory_over_gradient"]["met"] for r in mem_rows)
+    measured = [e["memory"] for e in res["models"].values() if "memory" in e]
+    v.update(mem_worst_model=Markdown(f"`{worst['model']}`"), mem_worst_frac=worst["gradient ÷ one gradient"],
+             mem_vs_forward=worst["gradient ÷ no-grad forward"],
+             mem_ref_frac=max(m["reference_over_gradient"] for m in measured),
+             mem_verdict=Markdown("met" if mem_ok else "missed"), mem_method=Markdown(measured[0]["method"]))
+
+
+def _scaling(res: dict[str, Any], out: Result) -> None:
+    """Gradient ÷ forward slopes against prompt and answer length (first model) and along the size ladder."""
+    first = next(iter(res["models"].values()))
+    lad = res.get("ladder", [])
+    out.values.update(
+        slope_ratio_prompt=slope_ratio(first.get("sweeps", {}).get("prompt", [])),
+        slope_ratio_answer=slope_ratio(first.get("sweeps", {}).get("answer", [])),
+        ladder_ratio_small=float(lad[0]["ratio"]) if lad else float("nan"),
+        ladder_ratio_large=float(lad[-1]["ratio"]) if lad else float("nan"))
+
+
+def _operators(res: dict[str, Any], out: Result) -> None:
+    """The profiler's top operators by self time (first model) and the matrix products' share."""
+    prof = next(iter(res["models"].values())).get("profile") or {}
+    if prof:
+        top = pd.DataFrame([{"pass": k, "operator": o["op"], "self ms": o["self_us"] / 1e3, "calls": o["calls"]}
+                            for k, v in prof.items() for o in v["ops"][:8]])
+        out.tables["operators"] = book.table(top, {"pass": "pass", "operator": "operator",
+                                                   "self ms": ("self time (ms)", ".3g"), "calls": ("calls", "d")})
+    out.values.update(mm_share_forward=matmul_share(prof["forward"]) if prof else float("nan"),
+                      mm_share_gradient=matmul_share(prof["gradient"]) if prof else float("nan"))
+
+
+def _gpu(out: Result) -> None:
+    """A committed GPU run of this benchmark version (`gpu_results`): its machine in words and its two tables."""
+    gres = gpu_results()
+    if gres is None:
+        out.data["gpu_note"] = Markdown("No GPU results of this benchmark version are committed "
+                                        "(`bench/gpu_results.json`).")
+        return
+    gm = gres["machine"]
+    out.data["gpu_note"] = Markdown(f"GPU results from **{gm.get('gpu') or gm.get('device')}** "
+                                    f"(torch {gres['versions'].get('torch')}, commit "
+                                    f"`{gres['git'].get('commit', '?')[:12]}`):")
+    out.tables["gpu_floor"] = rows_table(report.floor_rows(gres), FLOOR_FORMATS)
+    out.tables["gpu_speedup"] = rows_table(report.speedup_rows(gres))
+
+
+def run(p: Params, store: Any, profile: str, *, data_dir: str | None = None) -> Result:
+    """Run the efficiency benchmark and compute everything chapter 07 reports; record claim C8.
+
+    Parameters
+    ----------
+    p : Params
+        The build's parameters.
+    store : Store or None
+        The results store (unused: the benchmark's timings belong to the machine that
+        builds the book, so nothing is read back; accepted so that every chapter's ``run``
+        is called alike).
+    profile : str
+        The profile's name (recorded with the claim).
+    data_dir : str, optional
+        The QA data folder (default: ``GNUQ_DATA_DIR``).
+
+    Returns
+    -------
+    Result
+        ``values`` under the page's glue names; ``tables`` ``costs``, ``floor``,
+        ``speedup``, ``throughput`` (a table, or a sentence where no records/hour ran),
+        ``memory`` and ``operators`` (where measured), ``gpu_floor`` and ``gpu_speedup``
+        (where a GPU run is committed); ``data`` ``bench`` (the benchmark's results dict,
+        also written to ``07_efficiency.bench.json`` beside the executed chapter) and
+        ``gpu_note`` (a sentence on the GPU results).
+    """
+    del store  # nothing of this chapter goes through the results store
+    res = run_bench(bench_config_of(p), data_dir=data_dir, progress=False)
+    out_json = generated_dir() / "07_efficiency.bench.json"
+    out_json.parent.mkdir(parents=True, exist_ok=True)
+    out_json.write_text(json.dumps(res, indent=1, default=float))
+    out = Result(data={"bench": res})
+    _overview(res, out)
+    _floor(res, out)
+    _speedup(p, res, profile, out)
+    _throughput(res, out)
+    _memory(res, out)
+    _scaling(res, out)
+    _operators(res, out)
+    _gpu(out)
+    return out
+
+
+# ----------------------------------------------------------------------------- figures
+
+
+def _bars(ax: Any, res: dict[str, Any], keys: list[str], kind: str) -> float:
+    """One group of bars per key, one bar per model: median with its bootstrap interval of
+    ``summary[kind][key]``; returns the bar width."""
+    width = 0.8 / max(1, len(res["models"]))
+    for i, (spec, e) in enumerate(res["models"].items()):
+        vals = [e["summary"][kind].get(k) for k in keys]
+        x = np.arange(len(keys)) + i * width
+        med = [v["median"] if v else np.nan for v in vals]
+        err = np.array([[v["median"] - v["ci"][0], v["ci"][1] - v["median"]] if v else [0, 0] for v in vals]).T
+        ax.bar(x, med, width, yerr=err, capsize=3, label=spec)
+    ax.set_xticks(np.arange(len(keys)) + width * (len(res["models"]) - 1) / 2)
+    return width
+
+
+def figure_floor(result: Result) -> Any:
+    """Gradient pass ÷ one no-grad forward per parameter group and model, with the ordinary
+    backward (3) and the target as lines."""
+    res = result.data["bench"]
+    fig, ax = book.subplots(panel_height=3.2)
+    _bars(ax, res, ["gradient_over_forward", *(f"gradient_{g}_over_forward" for g in bench_config.GRAD_GROUPS)],
+          "ratios")
+    ax.axhline(3.0, color="k", lw=1, ls=":", label="ordinary backward (3)")
+    ax.axhline(bench_config.TARGET_GRAD_OVER_FORWARD, color="r", lw=1, ls="--",
+               label=f"target ({bench_config.TARGET_GRAD_OVER_FORWARD:g})")
+    ax.set_xticklabels(["all", "no embeddings", "last block", "LM head"])
+    ax.set_ylabel("time ÷ one forward")
+    ax.legend(loc="upper right")
+    return fig
+
+
+def figure_speedup(result: Result) -> Any:
+    """Speed-up of the estimator over each baseline per model (log scale), the paper's range as a band."""
+    res = result.data["bench"]
+    costs = method_costs()
+    base = [k for k in costs if any(k in e["summary"]["speedup"] for e in res["models"].values())]
+    fig, ax = book.subplots(panel_height=3.4)
+    _bars(ax, res, base, "speedup")
+    ax.axhspan(*bench_config.PAPER_SPEEDUP, color="0.85", zorder=0, label="paper: 46–107×")
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.set_yscale("log")
+    ax.set_xticklabels([textwrap.fill(costs[k]["label"].split(":")[0], 16) for k in base])
+    ax.set_ylabel("speed-up of the estimator (×)")
+    ax.legend()
+    return fig
+
+
+def figure_scaling(result: Result) -> Any:
+    """Gradient pass and forward against answer length, prompt length and model size (the size
+    ladder, with the measured models as triangles)."""
+    res = result.data["bench"]
+    fig, axes = book.subplots(1, 3, panel_height=2.7)
+    for spec, e in res["models"].items():
+        sw = e.get("sweeps")
+        if not sw:
+            continue
+        for ax, kind in zip(axes[:2], ("answer", "prompt")):
+            pts = sw[kind]
+            if not pts:
+                continue
+            n = [pt["tokens"] for pt in pts]
+            (l1,) = ax.plot(n, [pt["gradient"] for pt in pts], "o-", label=f"{spec}: gradient")
+            ax.plot(n, [pt["forward"] for pt in pts], "s--", color=l1.get_color(), alpha=0.6, label=f"{spec}: forward")
+    for ax, kind in zip(axes[:2], ("answer", "prompt")):
+        ax.set_xlabel(f"{kind} tokens")
+        ax.set_ylabel("seconds")
+    axes[0].set_title("answer length\n(prompt fixed)")
+    axes[1].set_title("prompt length\n(8-token answer)")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=2)
+    lad = res.get("ladder", [])
+    if lad:
+        axes[2].plot([r["params"] for r in lad], [r["gradient"] for r in lad], "o-", label="gradient")
+        axes[2].plot([r["params"] for r in lad], [r["forward"] for r in lad], "s--", label="forward")
+    for e in res["models"].values():
+        axes[2].plot([e["params"]], [e["summary"]["costs"]["estimator"]["median"]], "k^", ms=5)
+    axes[2].set_xscale("log")
+    axes[2].set_yscale("log")
+    axes[2].set_xlabel("parameters")
+    axes[2].set_title("model size\n(▲: models above)")
+    axes[2].legend()
+    return fig

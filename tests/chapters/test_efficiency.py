@@ -1,0 +1,173 @@
+"""gnuq_core.chapters.efficiency: chapter 07 on two tiny random models and a small data fixture, without papermill.
+
+Nothing is downloaded and no real model is loaded: ``random:tiny`` (synthetic token-id
+questions) and ``tiny-llama`` (a byte tokenizer, the fixture's questions, one records/hour
+layout); clustering is exact match, no memory run. The numbers are timings, so the tests
+check structure, counts and words, never speed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from IPython.display import Markdown  # noqa: E402
+
+from gnuq_core.bench import report  # noqa: E402
+from gnuq_core.bench.config import SCHEMA  # noqa: E402
+from gnuq_core.chapters import efficiency  # noqa: E402
+from gnuq_core.chapters.base import ChapterError  # noqa: E402
+from gnuq_core.repro import claims  # noqa: E402
+
+from tests.qa.test_data import write_fixture  # noqa: E402
+
+NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "07_efficiency.py"
+MODELS = ["random:tiny", "tiny-llama"]
+TINY = efficiency.Params(models=MODELS, n_questions=1, repeats=2, n_samples=3, max_new_tokens=4, clusterer="exact",
+                         answer_lengths=[2, 4], prompt_lengths=[8, 16], sweep_repeats=1, ladder=[[32, 1]],
+                         ladder_repeats=1, memory=False, skip_passes=["reference"], throughput_questions=0,
+                         layouts=[[1, 1]], synthetic_prompt=[10, 20], synthetic_answer=4)
+"""One question per dataset timed twice, short sweeps, one ladder model, one records/hour layout, no memory run."""
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ch07")
+    data = write_fixture(root / "data")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GNUQ_DATA_DIR", str(data))
+        mp.setenv("GNUQ_CACHE_DIR", str(root / "cache"))
+        mp.setenv("GNUQ_OUTPUT_DIR", str(root / "out"))
+        mp.setenv("GNUQ_CHAPTER", efficiency.Params.CHAPTER)
+        mp.setattr(efficiency, "GPU_RESULTS", root / "no_gpu_results.json")
+        return efficiency.run(TINY, None, "smoke", data_dir=str(data)), root
+
+
+def glued_names() -> set[str]:
+    """Every value name the notebook's prose glues (``{glue:text}`` / ``{glue:md}`` roles), figures left out."""
+    names = set(re.findall(r"\{glue(?::text|:md)?\}`([A-Za-z0-9_]+)", NOTEBOOK.read_text()))
+    return {n for n in names if not n.startswith("fig_")}
+
+
+def test_every_value_the_page_glues_is_computed(ran) -> None:
+    result, _ = ran
+    missing = glued_names() - set(result.values)
+    assert not missing, f"the page glues values run() does not compute: {sorted(missing)}"
+    v = result.values
+    assert (v["n_models"], v["n_q_total"], v["floor_n"], v["n_samples_used"]) == (2, 4, 2, 3)
+    assert 0 <= v["floor_n_met"] <= v["floor_n"] and v["bench_wall"] > 0
+    assert v["clusterer_name"].data and "torch thread(s)" in v["machine_cpu"].data
+    assert v["floor_model_0"].data == "`random:tiny`" and v["floor_ratio_0"] > 0
+    assert v["floor_list"].data.count("rounds;") == 2
+    assert v["target_ratio"] == 2.3 and v["mem_target"] == 0.5
+    assert v["c8_lo"] <= v["c8_value"] <= v["c8_hi"]
+    assert v["c8_verdict"].data in claims.VERDICTS
+    assert v["c8_model"].data in {f"`{m}`" for m in MODELS}
+    assert all(f"`{m}`" in v["c8_per_model"].data for m in MODELS)
+    assert v["se_speedup_min"] <= v["se_speedup_max"]
+    # records per hour: tiny-llama only (random:tiny has synthetic questions), one layout
+    assert v["rph_list"].data.startswith("`tiny-llama`, 1 process(es) × 1 thread(s): ")
+    assert v["study_desc"].data == "2 truthfulqa + 2 triviaqa" and v["study_records"] == 4
+    assert v["campaign_best_hours"] > 0 and v["campaign_best_layout"].data == "1 process(es) × 1 thread(s)"
+    assert re.fullmatch(r"\d+%–\d+%", v["sample_share_range"].data)
+    # no memory run: said in words, numbers NaN
+    assert v["mem_verdict"].data == v["mem_worst_model"].data == "not measured"
+    assert np.isnan(v["mem_worst_frac"]) and np.isnan(v["mem_ref_frac"])
+    assert np.isfinite(v["ladder_ratio_small"]) and v["ladder_ratio_small"] == v["ladder_ratio_large"]  # one rung
+    assert 0 <= v["mm_share_forward"] <= 1 and 0 <= v["mm_share_gradient"] <= 1
+
+
+def test_tables_bench_json_and_claim(ran) -> None:
+    result, root = ran
+    assert set(result.tables) == {"costs", "floor", "speedup", "throughput", "operators"}
+    assert repr(result.tables["floor"]).splitlines()[0].split()[:4] == ["model", "gradient", "÷", "forward"]
+    assert "P(True)" in repr(result.tables["costs"]) or "P(True)" in repr(result.tables["speedup"])
+    assert "records / hour" in repr(result.tables["throughput"])
+    res = json.loads((root / "out" / "07_efficiency.bench.json").read_text())
+    assert list(res["models"]) == MODELS and res["config"]["synthetic_prompt"] == [10, 20]
+    assert res["config"]["ladder_repeats"] == 1 and res["config"]["skip"] == ["reference"]
+    assert result.data["bench"]["models"].keys() == res["models"].keys()
+    entry = json.loads((root / "out" / "07_efficiency.claims.json").read_text())["C8"]
+    assert entry["chapter"] == "07_efficiency" and entry["verdict"] == result.values["c8_verdict"].data
+    assert entry["settings"]["profile"] == "smoke" and entry["settings"]["threads"] == TINY.threads
+    assert set(entry["details"]) == set(MODELS) and entry["value"] == result.values["c8_value"]
+    assert "No GPU results" in result.data["gpu_note"].data
+
+
+def test_the_figures_draw(ran) -> None:
+    result, _ = ran
+    floor, speedup, scaling = (efficiency.figure_floor(result), efficiency.figure_speedup(result),
+                               efficiency.figure_scaling(result))
+    assert [t.get_text() for t in floor.axes[0].get_xticklabels()] == ["all", "no embeddings", "last block", "LM head"]
+    assert speedup.axes[0].get_yscale() == "log" and len(scaling.axes) == 3
+
+
+def test_a_committed_gpu_run_is_shown(ran, tmp_path: Path) -> None:
+    result, _ = ran
+    path = tmp_path / "gpu_results.json"
+    assert efficiency.gpu_results(path) is None  # none committed
+    path.write_text(json.dumps({**result.data["bench"], "schema": SCHEMA - 1}, default=float))
+    assert efficiency.gpu_results(path) is None  # an older benchmark version: not shown
+    path.write_text(json.dumps(result.data["bench"], default=float))
+    gres = efficiency.gpu_results(path)
+    assert gres is not None and list(gres["models"]) == MODELS
+    assert len(repr(efficiency.rows_table(report.floor_rows(gres), efficiency.FLOOR_FORMATS)).splitlines()) == 3
+
+
+def test_no_records_per_hour_and_headers() -> None:
+    out = efficiency.Result()
+    efficiency._throughput({"models": {}}, out)
+    assert isinstance(out.tables["throughput"], Markdown) and out.values["rph_list"].data == "not measured"
+    assert np.isnan(out.values["campaign_best_hours"])
+    assert efficiency.header("gradient_no_embeddings ÷ p_true") == "gradient, no embeddings ÷ P(True)"
+    table = efficiency.rows_table([{"model": "m", "sample share": 0.25, "records": 3, "records / hour": 12345.6,
+                                    "95% CI": "[1.00, 2.00]"}])
+    line = repr(table).splitlines()[1]
+    assert "25%" in line and "12,346" in line and "[1.00, 2.00]" in line
+
+
+def test_params() -> None:
+    assert efficiency.Params.for_profile("full") == efficiency.Params()
+    p = efficiency.Params()
+    assert (p.n_questions, p.repeats, p.skip_passes, p.prompt_lengths, p.throughput_questions) == (
+        3, 2, ["reference"], [32, 128, 512], 1)
+    quick = efficiency.Params.for_profile("quick")
+    assert (quick.n_questions, quick.repeats, quick.max_new_tokens, quick.prompt_lengths, quick.ladder,
+            quick.throughput_questions) == (1, 1, 24, [32, 128, 256], [[64, 2], [128, 4]], 0)
+    smoke = efficiency.Params.for_profile("smoke")
+    assert smoke.models == ["tiny-llama", "random:tiny"] and smoke.skip_passes == []
+    assert (smoke.synthetic_prompt, smoke.synthetic_answer, smoke.ladder_repeats) == ([20, 40], 6, 1)
+    cfg = efficiency.bench_config_of(smoke)
+    assert cfg.synthetic_prompt == (20, 40) and cfg.threads == 1 and cfg.skip == []
+    assert efficiency.bench_config_of(efficiency.Params(threads=0)).threads is None  # torch's default
+    for kwargs, message in [
+        ({"models": []}, r"models=\[\] must not be empty"),
+        ({"repeats": 10_000_000_000}, "repeats=10000000000 must be ≤ 1,000,000"),
+        ({"n_questions": 0}, "n_questions=0 must be ≥ 1"),
+        ({"n_samples": 0}, "n_samples=0 must be ≥ 1"),
+        ({"threads": 100_000}, "threads=100000 must be ≤"),
+        ({"clusterer": "nli"}, "clusterer='nli' must be one of 'embedding', 'exact'"),
+        ({"answer_lengths": []}, "answer_lengths=\\[\\] must not be empty"),
+        ({"prompt_lengths": [32, 0]}, "element 0 must be ≥ 1"),
+        ({"skip_passes": ["naive"]}, "element 'naive' must be one of"),
+        ({"ladder": [[64]]}, r"ladder=\[\[64\]\] element \[64\] must be a pair"),
+        ({"ladder": [[100_000, 2]]}, r"element \[100000, 2\] must be ≤ 65536"),
+        ({"layouts": [[2, 0]]}, "element 0 must be ≥ 1"),
+        ({"layouts": [[1, 100_000]]}, r"layouts=.* element \[1, 100000\] must be ≤"),
+        ({"synthetic_prompt": [40, 20]}, "shortest ≤ longest"),
+        ({"memory": 1}, "memory=1 is a int"),
+    ]:
+        with pytest.raises(ChapterError, match=message):
+            efficiency.Params(**kwargs)
+    with pytest.raises(ChapterError, match=r"unknown parameter\(s\) n_truthfulqa"):
+        efficiency.Params.resolve({}, {"n_truthfulqa": 3})
