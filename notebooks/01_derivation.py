@@ -126,7 +126,7 @@ params = derivation.Params.for_profile(profile, overrides)
 
 # %%
 result = derivation.run(params)
-glue_values(result)
+glue_values(result, params)  # and the preview profiles' values the exercises quote
 
 # %% [markdown]
 # ## Check (a): the delta method becomes exact as σ → 0
@@ -350,10 +350,11 @@ glue_figure("fig_ntk", derivation.figure_ntk(result))
 #
 # {numref}`fig-01-delta-method`'s error bars come from `n_mc` =
 # {glue:text}`n_mc` samples per σ. Predict how the standard error of the ratio at the
-# smallest σ changes if `n_mc` is divided by 4, then run the chapter in the `smoke` profile
-# (400 samples; the whole chapter runs in about a minute on two cores) with
-# `python -m gnuq_core.repro.chapters run 01 --profile smoke --set n_mc=100`
-# and compare the provenance table's parameters and the text's standard error.
+# smallest σ changes if `n_mc` is divided by 4. Then run the chapter in the `smoke` profile,
+# which draws {glue:text}`smoke_n_mc` samples per σ (the whole chapter runs in about a minute
+# on two cores): `gnuq chapter run 01 --profile smoke`, and once more with a quarter of them,
+# `gnuq chapter run 01 --profile smoke --set n_mc=N` with N = {glue:text}`smoke_n_mc` / 4.
+# Compare the provenance tables' parameters and the text's standard errors.
 # ```
 #
 # ````{solution} ex01-1

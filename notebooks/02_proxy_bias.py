@@ -94,7 +94,7 @@ params = proxy_bias.Params.for_profile(profile, overrides)
 
 # %%
 result = proxy_bias.run(params, store, profile)  # both experiments, and claim C4
-glue_values(result)
+glue_values(result, params)  # and the preview profiles' values the exercises quote
 
 # %%
 display(result.tables["sweep"])
@@ -246,20 +246,22 @@ glue_figure("fig_text_rho", proxy_bias.figure_text_rho(result))
 #
 # The synthetic sweep's confidence intervals are Student-t intervals over `n_seeds`
 # seeds ({glue:text}`n_seeds` in this build). Predict what happens to the width of the CI of
-# ρ(isotropic) − ρ(proxy) at the largest shift when you double the seeds, then run
-# `python -m gnuq_core.repro.chapters run 02 --profile smoke --set n_seeds=4` (the
-# `smoke` profile uses 2 seeds; the chapter took 40 s on two cores with the sentence
-# embeddings already cached) and read the table above.
+# ρ(isotropic) − ρ(proxy) at the largest shift when you double the seeds. Then run
+# `gnuq chapter run 02 --profile smoke` (the `smoke` profile uses {glue:text}`smoke_n_seeds`
+# seeds; the chapter takes about a minute on two cores once the sentence embeddings are
+# cached) and `gnuq chapter run 02 --profile smoke --set n_seeds=N` with N twice that, and
+# compare the two tables.
 # ```
 #
 # ````{solution} ex02-1
 # :class: dropdown
 #
-# The half-width of a t interval is $t_{0.975,\,n-1}\, s/\sqrt{n}$. Going from 2 to 4 seeds
-# divides $1/\sqrt n$ by $\sqrt 2$ *and* drops the t quantile from about 12.7 (1 degree of
-# freedom) to about 3.2 (3 degrees of freedom), so the interval shrinks by a factor of
-# about 5, far more than $\sqrt 2$. With 2 seeds the CI says almost nothing; that is why
-# the `smoke` profile's verdict is only a preview.
+# The half-width of a t interval is $t_{0.975,\,n-1}\, s/\sqrt{n}$. Doubling the seeds
+# divides $1/\sqrt n$ by $\sqrt 2$ *and*, with few seeds, lowers the t quantile sharply: from
+# 2 to 4 seeds it drops from about 12.7 (1 degree of freedom) to about 3.2 (3 degrees of
+# freedom), so the interval shrinks by a factor of about 5, far more than $\sqrt 2$. With a
+# handful of seeds the CI says almost nothing; that is why the `smoke` profile's verdict is
+# only a preview.
 # ````
 #
 # ```{exercise} Why a scale cannot fix a tilt

@@ -89,7 +89,7 @@ params = spectra.Params.for_profile(profile, overrides)
 
 # %%
 result = spectra.run(params, store, profile)  # the three parts, and claim C5
-glue_values(result)
+glue_values(result, params)  # and the preview profiles' values the exercises quote
 display(result.tables["spectra"])
 glue_figure("fig_exact_spectra", spectra.figure_exact_spectra(result, params))
 
@@ -265,10 +265,10 @@ display(result.tables["rho"])
 #
 # SLQ's red curve in {numref}`fig-slq-mlp` has one step per Ritz value, and
 # this build used {glue:text}`slq_steps_val` Lanczos steps per probe. Predict how the left
-# panel changes with more steps, then run
-# `python -m gnuq_core.repro.chapters run 03 --profile smoke --set slq_steps=24` (the
-# `smoke` profile uses 8 steps; the chapter takes a few minutes on two cores) and compare
-# the SLQ and exact fractions below λ in the text.
+# panel changes with more steps, then run `gnuq chapter run 03 --profile smoke` (the `smoke`
+# profile uses {glue:text}`smoke_slq_steps` steps; the chapter takes a few minutes on two
+# cores) and `gnuq chapter run 03 --profile smoke --set slq_steps=N` with N three times that,
+# and compare the SLQ and exact fractions below λ in the text.
 # ```
 #
 # ````{solution} ex03-1

@@ -97,7 +97,7 @@ params = mcmc.Params.for_profile(profile, overrides)
 
 # %%
 result = mcmc.run(params, store, profile)  # NUTS references, MAP fits, comparisons, claims C1 and C3
-glue_values(result)
+glue_values(result, params)  # and the preview profiles' values the exercises quote
 
 # %% [markdown]
 # The classifier has {glue:text}`n_params_cls` parameters and the regression network
@@ -387,11 +387,12 @@ display(result.tables["where_it_works"])
 # ```{exercise} Try it: more seeds
 # :label: ex04-3
 #
-# The claims' intervals resample seeds, then query points. Rebuild this chapter in the smoke profile
-# with more seeds, `python -m gnuq_core.repro.chapters run 04 --profile smoke --set n_seeds=3`
-# (each seed adds one NUTS run per problem; the banner at the top of the page shows how long this
-# build took, so expect roughly three times its sampling time). Before you run it, predict: will the
-# per-seed table's C3 differences stay inside the C3 interval of one seed?
+# The claims' intervals resample seeds, then query points. This page used
+# {glue:text}`c1_n_seeds` seeds; the smoke profile uses {glue:text}`smoke_n_seeds`. Rebuild the
+# chapter in the smoke profile as it is, `gnuq chapter run 04 --profile smoke`, and with three
+# times its seeds, `gnuq chapter run 04 --profile smoke --set n_seeds=N` (each seed adds one NUTS
+# run per problem, so expect roughly three times the sampling time). Before you run it, predict:
+# will the per-seed table's C3 differences stay inside the C3 interval of one seed?
 # ```
 #
 # ````{solution} ex04-3

@@ -84,7 +84,7 @@ params = scaling.Params.for_profile(profile, overrides)
 
 # %%
 result = scaling.run(params, store, profile)  # the grid of models, trends, tangent-kernel view, claim C2
-glue_values(result)
+glue_values(result, params)  # and the preview profiles' values the exercises quote
 
 # %% [markdown]
 # We ran {glue:text}`n_models` models with {glue:text}`p_min` to {glue:text}`p_max` parameters. The
@@ -307,18 +307,18 @@ display(result.tables["by_size"])
 # ```{exercise} Try it: a wider network
 # :label: ex05-3
 #
-# Add a width to the smoke profile's list and rebuild:
-# `python -m gnuq_core.repro.chapters run 05 --profile smoke --set "widths=[3, 6, 12]"`. The banner
-# shows how long this build took; the new width adds one NUTS run per seed and prior, and wider
-# networks sample more slowly. Predict first: will the share of ‖g‖² outside the training span grow,
+# The smoke profile runs the widths {glue:text}`smoke_widths`. Add one twice its largest and
+# rebuild: `gnuq chapter run 05 --profile smoke --set "widths=[…]"` with the longer list. The
+# new width adds one NUTS run per seed and prior, and wider networks sample more slowly. Predict first: will the share of ‖g‖² outside the training span grow,
 # and will the pooled slope's verdict change?
 # ```
 #
 # ````{solution} ex05-3
 # :class: dropdown
 #
-# With 40 training points, width 12 has more parameters than training points, so the training span
-# no longer covers the whole parameter space and the outside-span share can leave 10⁻¹². Whether it
+# Once a width has more parameters than the smoke profile has training points
+# ({glue:text}`smoke_n_train_cls` for two moons), the training span no longer covers the whole
+# parameter space and the outside-span share can leave 10⁻¹². Whether it
 # grows enough to matter is what the tangent-kernel figure shows; the slope's verdict rests on few
 # sizes and one seed in the smoke profile, so its interval is wide and a change of verdict between
 # such runs is expected, not evidence.

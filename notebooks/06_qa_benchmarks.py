@@ -120,7 +120,7 @@ params = qa.Params.for_profile(profile, overrides)
 # every model answers the questions (records through the store), then graders, AUROCs, layers,
 # transfer and the claims C6, C7 and C9: everything the page quotes
 result = qa.run(params, store, profile)
-glue_values(result)
+glue_values(result, params)  # and the preview profiles' values the exercises quote
 
 # %% [markdown]
 # This build uses {glue:text}`n_tfqa` of the {glue:text}`n_tfqa_all` TruthfulQA questions
@@ -539,10 +539,10 @@ glue_figure("fig_scale", qa.figure_scale(result, params))
 # ```{exercise} Try it: a shorter answer cap
 # :label: ex06-1
 #
-# Rerun this chapter in the smoke profile with a cap of 4 answer tokens instead of 8:
-# `python -m gnuq_core.repro.chapters run 06 --profile smoke --set max_new_tokens=4`
-# (about a minute and a half on a 2-core machine, measured with the records recomputed;
-# most of it is loading the two models and answering the questions again). Before you
+# This page capped answers at {glue:text}`max_new_tokens` tokens; the smoke profile caps them
+# at {glue:text}`smoke_max_new_tokens`. Rerun the chapter in the smoke profile with half that
+# cap: `gnuq chapter run 06 --profile smoke --set max_new_tokens=N` (about a minute and a half
+# on a 2-core machine; most of it is loading the two models and answering the questions again). Before you
 # look: how many answers will hit the cap, and will the epistemic score's rank
 # correlation with the answer length (section 5) get stronger or weaker?
 # ```
@@ -551,7 +551,7 @@ glue_figure("fig_scale", qa.figure_scale(result, params))
 # :class: dropdown
 #
 # More answers end at the cap rather than at a stop token (compare the "hit the cap"
-# column of section 4), and the lengths bunch up at 4 tokens. With lengths nearly equal,
+# column of section 4), and the lengths bunch up at the new cap. With lengths nearly equal,
 # length orders the answers less, so its rank correlation with the scores usually
 # weakens (it is undefined, shown as —, when every answer has the same length). The ranking of
 # $\lVert\nabla_\theta p\rVert^2$ is then carried by how probable the tokens are, not by how many there are.

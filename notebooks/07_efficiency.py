@@ -91,7 +91,7 @@ params = efficiency.Params.for_profile(profile, overrides)
 # the benchmark (written to 07_efficiency.bench.json beside the chapter), then every table and
 # number the page quotes, and claim C8; the timings are of this machine, so no results store
 result = efficiency.run(params, None, profile)
-glue_values(result)
+glue_values(result, params)  # and the preview profiles' values the exercises quote
 
 # %% [markdown]
 # The run timed {glue:text}`n_models` models on {glue:text}`n_q_total` questions in
@@ -323,10 +323,10 @@ for name in ("gpu_floor", "gpu_speedup"):  # only where bench/gpu_results.json i
 # ```{exercise} Try it: more samples
 # :label: ex07-1
 #
-# The sampling baselines draw `n_samples` answers (10 in the quick profile). Rerun the
-# chapter in the quick profile with twenty:
-# `python -m gnuq_core.repro.chapters run 07 --profile quick --set n_samples=20`
-# (the quick profile takes 3 to 4 minutes on a 2-core machine; more samples add a little).
+# The sampling baselines draw `n_samples` answers ({glue:text}`quick_n_samples` in the quick
+# profile). Rerun the chapter in the quick profile with twice as many:
+# `gnuq chapter run 07 --profile quick --set n_samples=N` (the quick profile takes 3 to 4
+# minutes on a 2-core machine; more samples add a little).
 # Before you look: what happens to the cost of the gradient pass, and to the speed-up over
 # "N samples" and over semantic entropy?
 # ```
@@ -337,7 +337,7 @@ for name in ("gpu_floor", "gpu_speedup"):  # only where bench/gpu_results.json i
 # The gradient pass does not depend on N, so its cost and its ratio to one forward stay
 # where they were (up to timing noise). The sampling baselines decode twice as many rows
 # per step; on a CPU a decoding step is compute-bound, so their cost grows by up to about
-# two, and the speed-up over them grows by up to the same factor. Clustering twenty
+# two, and the speed-up over them grows by up to the same factor. Clustering twice as many
 # answers costs a little more too. On a GPU, where a batched step costs little more than a
 # single one, the speed-up would grow less.
 # ````

@@ -22,7 +22,8 @@ from typing import Any, ClassVar, TypeVar
 
 from gnuq_core.options import OPTIONS, Rule, finite_problem, size_problem
 
-__all__ = ["ChapterError", "ChapterParams", "Result", "param", "glue_values", "glue_figure", "COUNT", "NONNEG"]
+__all__ = ["ChapterError", "ChapterParams", "Result", "param", "glue_values", "glue_figure", "profile_values", "COUNT",
+           "NONNEG"]
 
 COUNT = OPTIONS["size"]
 """A count or size of a chapter: a whole number from 1 to `gnuq_core.options.MAX_SIZE`."""
@@ -137,11 +138,27 @@ class Result:
         return self.values[name]
 
 
-def glue_values(result: Result) -> None:
-    """Glue every value of ``result`` (``myst_nb.glue(name, value, display=False)``)."""
+def profile_values(params: ChapterParams, profiles: tuple[str, ...] = ("smoke", "quick")) -> dict[str, Any]:
+    """``{"smoke_n_mc": 400, "quick_n_mc": 2000, …}``: every parameter of ``params``'s chapter as the
+    preview profiles set it, so that a "try it" exercise quotes the values of the profile it asks the
+    reader to run (never a number typed into the text). Lists are shown as text."""
+    cls = type(params)
+    out: dict[str, Any] = {}
+    for profile in profiles:
+        resolved = cls.for_profile(profile)
+        for name in cls.names():
+            value = getattr(resolved, name)
+            out[f"{profile}_{name}"] = str(value) if isinstance(value, (list, tuple, dict)) else value
+    return out
+
+
+def glue_values(result: Result, params: ChapterParams | None = None) -> None:
+    """Glue every value of ``result`` (``myst_nb.glue(name, value, display=False)``), and with
+    ``params`` the preview profiles' values of the chapter's parameters (`profile_values`)."""
     from myst_nb import glue
 
-    for name, value in result.values.items():
+    extra = profile_values(params) if params is not None else {}
+    for name, value in {**extra, **result.values}.items():
         glue(name, value, display=False)
 
 
