@@ -147,8 +147,12 @@ def carry_file(store: Any, spec: registry.Kind, orphan: Path, target: Path, conf
             "largest_where": (f"{top['id']} {top['where']}" if top and top.get("where") else None),
             "rules": sorted({v["rule"] for v in verified}),
         }
+        earlier = orphan.with_name(f"{orphan.stem}.carried.json")
+        if earlier.exists():  # the orphan was itself carried: its report travels with the items
+            previous = json.loads(earlier.read_text())
+            report["earlier_carries"] = [*previous.pop("earlier_carries", []), previous]
         write_atomic(target.with_name(f"{target.stem}.carried.json"), json.dumps(report, indent=1) + "\n")
-        for p in [orphan, *shard_paths(orphan), log, *shard_paths(log)]:
+        for p in [orphan, *shard_paths(orphan), log, *shard_paths(log), earlier]:
             if p.exists():
                 p.unlink()
     world.barrier()

@@ -98,3 +98,17 @@ def test_the_carry_of_a_sharded_run_resumes_its_verification(tmp_path: Path, cod
     assert sorted(seen) == ["1", "3", "5"] and list((tmp_path / "results" / "demo").glob("*.carry.rank1of2.jsonl"))
     store.items(kind, {"n": 6}, IDS, compute, world=World(0, 2), compute_missing=False)  # rank 0: its share, the carry
     assert sorted(seen) == IDS and list((tmp_path / "results" / "demo").glob("*.carried.json"))
+
+
+def test_a_second_carry_keeps_the_first_report_as_history(tmp_path: Path, code_root: Path) -> None:
+    _fill(tmp_path, demo_kind(code_root))
+    folder = tmp_path / "results" / "demo"
+    same = lambda i: {"v": int(i) / 7, "tokens": [int(i)]}  # noqa: E731
+    for body in ("def f(x):\n    return 2 * x + 0\n", "def f(x):\n    return 2 * x + 1 - 1\n"):
+        write_code(code_root, body)
+        Store(tmp_path / "results", label="the test store", carry=True).items(demo_kind(code_root), {"n": 6}, IDS, same)
+    (report,) = folder.glob("*.carried.json")  # the first carry's report went with its items
+    info = json.loads(report.read_text())
+    (first,) = info["earlier_carries"]
+    assert first["to_code"] == info["from_code"] and first["to"] == info["from"]
+    assert len(list(folder.glob("*.jsonl"))) == 1
