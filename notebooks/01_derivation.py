@@ -141,6 +141,7 @@ glue_figure("fig_delta_method", derivation.figure_delta_method(result))
 
 # %% [markdown]
 # ```{glue:figure} fig_delta_method
+# :alt: Line plot: Monte Carlo variance divided by the delta-method prediction against the perturbation scale sigma, for three inputs, approaching 1 as sigma shrinks.
 # :name: fig-01-delta-method
 #
 # Ratio of the Monte Carlo variance of $p$ ({glue:text}`n_mc` samples per σ, error bars
@@ -183,6 +184,7 @@ glue_figure("fig_logspace", derivation.figure_logspace(result))
 
 # %% [markdown]
 # ```{glue:figure} fig_logspace
+# :alt: Scatter plot of log10 squared gradient norms for 200 inputs: the log-space values against the direct float64 and float32 computations.
 # :name: fig-01-logspace
 #
 # $\log_{10}\lVert\nabla_\theta p\rVert^2$ computed in log space (circles) and directly (dots:
@@ -222,6 +224,7 @@ glue_figure("fig_blr", derivation.figure_blr(result))
 
 # %% [markdown]
 # ```{glue:figure} fig_blr
+# :alt: Two panels: the exact predictive band of Bayesian linear regression over a gap in the data, and the exact predictive variance against the isotropic score along the input.
 # :name: fig-01-blr
 #
 # Left: the exact posterior predictive of Bayesian linear regression with a gap in the
@@ -281,6 +284,7 @@ glue_figure("fig_ntk", derivation.figure_ntk(result))
 
 # %% [markdown]
 # ```{glue:figure} fig_ntk
+# :alt: Line plots of the isotropic score and its version conditioned on the training inputs.
 # :name: fig-01-ntk
 #
 # The isotropic score of a trained MLP (solid) is the diagonal of its tangent kernel.

@@ -102,6 +102,7 @@ glue_figure("fig_rho_vs_shift", proxy_bias.figure_rho_vs_shift(result, params))
 
 # %% [markdown]
 # ```{glue:figure} fig_rho_vs_shift
+# :alt: Two panels: rank correlation with the reference variance against the proxy-data shift for each covariance, and the overlap of top eigenspaces against the shift.
 # :name: fig-rho-vs-shift
 #
 # Left: Spearman ρ between each method's predictive variance and the reference (GGN on
@@ -135,6 +136,7 @@ glue_figure("fig_gain_loss", proxy_bias.figure_gain_loss(result, params))
 
 # %% [markdown]
 # ```{glue:figure} fig_gain_loss
+# :alt: Two heat maps over the input plane: log ratio of proxy to reference predictive variance, for no shift and for the largest shift.
 # :name: fig-gain-loss
 #
 # Where the proxy covariance moves the variance (first seed): log₁₀ of proxy over
@@ -178,6 +180,7 @@ glue_figure("fig_text_rho", proxy_bias.figure_text_rho(result))
 
 # %% [markdown]
 # ```{glue:figure} fig_text_rho
+# :alt: Bar chart: rank correlation of each covariance's predictive variance with the reference for the text classifier, with confidence intervals.
 # :name: fig-text-rho
 #
 # all-MiniLM-L6-v2 with a fine-tuned head: agreement of each covariance's predictive

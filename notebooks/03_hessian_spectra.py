@@ -95,6 +95,7 @@ glue_figure("fig_exact_spectra", spectra.figure_exact_spectra(result, params))
 
 # %% [markdown]
 # ```{glue:figure} fig_exact_spectra
+# :alt: Two panels of sorted eigenvalues on a log scale, Hessian and GGN, one curve per network width, with the damping as a dashed line.
 # :name: fig-exact-spectra
 #
 # Sorted eigenvalues of the Hessian (left, absolute values; crosses mark eigenvalues below
@@ -128,6 +129,7 @@ glue_figure("fig_slq_mlp", spectra.figure_slq_mlp(result, params))
 
 # %% [markdown]
 # ```{glue:figure} fig_slq_mlp
+# :alt: Curves of the fraction of eigenvalues above a threshold against the threshold on a log scale: stochastic Lanczos estimates against exact eigenvalues.
 # :name: fig-slq-mlp
 #
 # Spectral mass above a threshold: the fraction of eigenvalues whose |λ| is at least the
@@ -164,6 +166,7 @@ glue_figure("fig_slq_lm", spectra.figure_slq_lm(result))
 
 # %% [markdown]
 # ```{glue:figure} fig_slq_lm
+# :alt: Curves of the fraction of Hessian eigenvalues of a language model's last block above a threshold, and of negative eigenvalues beyond it.
 # :name: fig-slq-lm
 #
 # Spectral mass of the Hessian of the next-token NLL with respect to the last transformer
@@ -203,6 +206,7 @@ display(result.tables["rho"])
 
 # %% [markdown]
 # ```{glue:figure} fig_damping
+# :alt: Two panels against the damping: rank correlation between the damped Laplace and isotropic variances per width, and the median relative error of the isotropic value.
 # :name: fig-damping
 #
 # Left: Spearman ρ between the damped Laplace quadratic form and the isotropic λ⁻¹‖g‖²

@@ -135,6 +135,7 @@ glue_figure("fig_cls_maps_logit", mcmc.figure_cls_maps(result, params, "logit"))
 
 # %% [markdown]
 # ```{glue:figure} fig_cls_maps
+# :alt: Four heat maps over the two-moons input plane: MCMC variance of p, isotropic gradient norm, Laplace estimate and aleatoric p(1-p), on log colour scales.
 # :name: fig-cls-maps
 #
 # Two moons in probability space (first seed, wide grid; training points white/red): the MCMC
@@ -143,6 +144,7 @@ glue_figure("fig_cls_maps_logit", mcmc.figure_cls_maps(result, params, "logit"))
 # ```
 #
 # ```{glue:figure} fig_cls_maps_logit
+# :alt: Heat maps over the two-moons input plane in logit space: MCMC variance of the logit, isotropic gradient norm, Laplace and GGN estimates.
 # :name: fig-cls-maps-logit
 #
 # The same problem in logit space: the MCMC variance of the logit $f$, $\lVert\nabla_\theta
@@ -158,6 +160,7 @@ glue_figure("fig_reg_bands", mcmc.figure_reg_bands(result, params))
 
 # %% [markdown]
 # ```{glue:figure} fig_reg_bands
+# :alt: Two panels for gap regression: predictive bands of MCMC, the isotropic estimate and Laplace around the MAP fit, and the variances on a log scale along x.
 # :name: fig-reg-bands
 #
 # Gap regression (first seed). Top: the MCMC predictive band (grey) against the MAP with bands from the
@@ -181,6 +184,7 @@ glue_figure("fig_overstate", mcmc.figure_overstate(result, params))
 
 # %% [markdown]
 # ```{glue:figure} fig_overstate
+# :alt: Panels showing where the isotropic estimate is too large or too small relative to MCMC, along x for regression and over the plane for classification.
 # :name: fig-overstate
 #
 # Where the isotropic estimate is too large or too small (wide grid, first seed). Top row, gap
@@ -205,6 +209,7 @@ glue_figure("fig_scatter", mcmc.figure_scatter(result, params))
 
 # %% [markdown]
 # ```{glue:figure} fig_scatter
+# :alt: Scatter plots of each estimate against the MCMC reference variance on log axes, with the equality line.
 # :name: fig-scatter
 #
 # Estimate (after fitting one scale σ²) against the MCMC reference on the wide grid, first seed. The

@@ -132,6 +132,7 @@ glue_figure("fig_scaling", scaling.figure_scaling(result, params))
 
 # %% [markdown]
 # ```{glue:figure} fig_scaling
+# :alt: Panels of rank correlation with MCMC against the number of parameters, one per problem and query set, with seed ranges as bars.
 # :name: fig-scaling
 #
 # Spearman ρ between the paper's estimate (‖∇p‖² in classification, ‖∇f‖² in regression) and the
@@ -190,6 +191,7 @@ glue_figure("fig_ntk", scaling.figure_ntk(result, params))
 
 # %% [markdown]
 # ```{glue:figure} fig_ntk
+# :alt: Panels against the number of parameters: the numerical rank of the training-point Jacobian and how the tangent-kernel view of the estimate agrees with MCMC.
 # :name: fig-ntk
 #
 # The tangent-kernel view, logit space, mean over seeds (solid: grid queries; dashed: in-distribution;

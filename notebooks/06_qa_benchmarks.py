@@ -75,6 +75,7 @@ warnings.filterwarnings("ignore", message=".*IProgress not found.*")  # tqdm wit
 logging.getLogger("transformers").setLevel(logging.ERROR)
 
 from IPython.display import display
+from myst_nb import glue
 from scipy.stats import ConstantInputWarning
 
 from gnuq_core.chapters import qa
@@ -224,6 +225,7 @@ display(result.tables["lengths"])
 
 # %% [markdown]
 # ```{glue:figure} fig_lengths
+# :alt: Histograms of greedy answer lengths in tokens per model and dataset.
 # Distribution of answer lengths in tokens per model and dataset (greedy answers).
 # ```
 #
@@ -273,6 +275,7 @@ glue_figure("fig_roc", qa.figure_roc(result, params))
 
 # %% [markdown]
 # ```{glue:figure} fig_roc
+# :alt: Grid of ROC curves for predicting a wrong answer, one panel per model and dataset, six scores each, with the chance diagonal.
 # ROC curves for predicting a wrong answer, per model (rows) and dataset (columns), for
 # six of the scores (dotted: chance). Their AUROCs are in the table above; a panel
 # whose answers are all wrong (or all right) has no curve.
@@ -295,6 +298,7 @@ display(result.tables["auroc_full"])
 display(result.tables["ablation"])
 
 # %% [markdown]
+# (qa-variants)=
 # ## 7. Which layers carry the signal, and what do cheaper variants cost?
 #
 # The gradient pass of each answer also splits $\lVert\nabla_\theta \log p\rVert^2$ by parameter
@@ -313,6 +317,7 @@ display(result.tables["group_epistemic_auroc"])
 
 # %% [markdown]
 # ```{glue:figure} fig_layers
+# :alt: Bar chart of each parameter group's mean share of the squared gradient norm, per model and dataset, on a log scale.
 # Mean share of $\lVert\nabla_\theta \log p\rVert^2$ contributed by each parameter group
 # (log scale), per model and dataset.
 # ```
@@ -322,17 +327,19 @@ display(result.tables["group_epistemic_auroc"])
 # above give, for each group, the AUROC of the group's gradient term alone and of the
 # epistemic score restricted to the group ($p^2$ times it). When the $p^2$ factor dominates the
 # ranking (section 5), the second table is nearly the same for every group: which layers
-# "carry the signal" can only be asked of the gradient term. Cost and AUROC of the cheap
-# variants:
+# "carry the signal" can only be asked of the gradient term. How well the cheap variants
+# rank answers:
 
 # %%
-display(result.tables["variants"])
-display(result.tables["costs"])
+glue("qa_variants_table", result.tables["variants"])
 
 # %% [markdown]
-# Times are seconds per answer on this build's machine (see the provenance table; a
-# machine shared with other jobs inflates all of them). The efficiency chapter measures
-# cost properly.
+# And what each costs, as the efficiency chapter measures it in this build (side by side
+# with a no-grad forward, on the same questions; [section](efficiency-variants)):
+#
+# ```{glue} variants_table
+# :doc: 07_efficiency.ipynb
+# ```
 #
 # ## 8. TruthfulQA by category
 #
@@ -362,6 +369,7 @@ display(result.tables["scales"])
 
 # %% [markdown]
 # ```{glue:figure} fig_scales
+# :alt: Distributions of the raw epistemic score per model on a log10 scale.
 # Raw scale of the epistemic score, $\log_{10}\lVert\nabla_\theta p\rVert^2$, per model.
 # ```
 #
@@ -485,6 +493,7 @@ glue_figure("fig_scale", qa.figure_scale(result, params))
 # ```
 #
 # ```{glue:figure} fig_scale
+# :alt: Dot plot of each method's mean AUROC with 95% intervals, gradient scores in red and baselines in blue, with chance and the paper's value marked.
 # Each method's AUROC for flagging a wrong answer, averaged over the models, with its 95 %
 # bootstrap interval (red: the paper's gradient scores; blue: the baselines; dotted:
 # chance; orange star: the paper's 0.63 for the combined score on TruthfulQA). A method without

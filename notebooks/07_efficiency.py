@@ -141,6 +141,7 @@ glue_figure("fig_floor", efficiency.figure_floor(result))
 
 # %% [markdown]
 # ```{glue:figure} fig_floor
+# :alt: Bar chart: gradient pass time divided by one forward, per model and parameter group, with intervals, the ordinary-backward level and the target.
 # :name: fig-efficiency-floor
 #
 # Gradient pass time divided by one no-grad forward over the same tokens, per parameter
@@ -152,6 +153,19 @@ glue_figure("fig_floor", efficiency.figure_floor(result))
 # block; or none at all for the LM head, whose gradient norm comes from the Gram
 # matrices), but they still pay the full forward, so they cannot go below 1.
 #
+# (efficiency-variants)=
+# ### What each variant costs
+#
+# Seconds, cost in no-grad forwards and peak extra memory of each variant (the memory
+# is measured in a separate process; a fraction of one fp32 gradient of the model shows
+# that no variant stores a parameter-sized gradient). Per model: {glue:md}`variant_cost_list`.
+# Chapter 06 measures how well each variant ranks answers, and the
+# [practitioner's page](../practice.md) puts the two together.
+
+# %%
+glue("variants_table", result.tables["variants"])
+
+# %% [markdown]
 # (claim-c8)=
 # ## Against the baselines
 #
@@ -164,6 +178,7 @@ glue_figure("fig_speedup", efficiency.figure_speedup(result))
 
 # %% [markdown]
 # ```{glue:figure} fig_speedup
+# :alt: Bar chart on a log scale: speed-up of the gradient estimator over each baseline per model, with the paper's range as a grey band.
 # :name: fig-efficiency-speedup
 #
 # Speed-up of the gradient-norm estimator over each baseline's extra passes (median over
@@ -255,6 +270,7 @@ glue_figure("fig_scaling", efficiency.figure_scaling(result))
 
 # %% [markdown]
 # ```{glue:figure} fig_scaling
+# :alt: Three panels: gradient-pass and forward time against answer length, prompt length and model size.
 # :name: fig-efficiency-scaling
 #
 # Left and middle: time of the gradient pass (solid) and of one forward (dashed) against

@@ -59,3 +59,22 @@ def test_chapters_read_narrative_first(smoke_book: Path) -> None:
 def test_intro_shows_the_method_diagram(smoke_book: Path) -> None:
     html = (smoke_book / "book/intro.html").read_text()
     assert 'class="gnuq-diagram"' in html and "<svg" in html, "the method diagram is not in the introduction"
+
+
+def test_every_figure_describes_itself() -> None:
+    """Each glued figure has alt text (a screen reader otherwise reads out the image's file path)."""
+    for nb in chapters():
+        lines = nb.read_text().splitlines()
+        for i, line in enumerate(lines):
+            if "{glue:figure}" in line:
+                options = [ln for ln in lines[i + 1:i + 4] if ln.startswith("# :")]
+                alt = [ln for ln in options if ln.startswith("# :alt: ")]
+                assert alt and len(alt[0]) > 40, f"{nb.name}:{i + 1}: figure {line.split()[-1]} has no alt text"
+
+
+def test_images_in_the_html_have_alt_text(smoke_book: Path) -> None:
+    for page in toc_files():
+        html = (smoke_book / f"{page}.html").read_text()
+        for img in re.findall(r"<img [^>]*>", html):
+            alt = re.search(r'alt="([^"]*)"', img)
+            assert alt and alt.group(1) and not alt.group(1).endswith(".png"), f"{page}: {img[:120]}"

@@ -12,7 +12,7 @@ import numpy as np
 
 from gnuq_core.bench.summary import TARGET_CAMPAIGN_HOURS, method_costs
 
-__all__ = ["pass_rows", "cost_rows", "floor_rows", "speedup_rows", "throughput_rows", "campaign_rows",
+__all__ = ["pass_rows", "cost_rows", "variant_rows", "floor_rows", "speedup_rows", "throughput_rows", "campaign_rows",
            "memory_rows", "section_rows", "format_table", "SHARE_PASSES"]
 
 SHARE_PASSES = ("generate", "sample", "gradient", "p_true", "cluster")
@@ -44,6 +44,33 @@ def cost_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
         for k, c in e["summary"]["costs"].items():
             rows.append({"model": spec, "method": labels.get(k, k), "median (s)": c["median"], "q25 (s)": c["q25"],
                          "q75 (s)": c["q75"]})
+    return rows
+
+
+VARIANTS = {"gradient": "all parameters", "gradient_no_embeddings": "all but the embedding matrix",
+            "gradient_last_block": "last decoder block", "gradient_lm_head": "LM head (output matrix)"}
+
+
+def variant_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per model and variant of the epistemic score (the parameters its gradient covers):
+    median seconds, cost in no-grad forwards with its interval, and peak extra memory.
+
+    Variants that were not timed are left out; memory is NaN where it was not measured.
+    """
+    rows = []
+    for spec, e in res["models"].items():
+        passes, ratios = e["summary"]["passes"], e["summary"]["ratios"]
+        mem = e.get("memory") or {}
+        peak, one = mem.get("peak_bytes", {}), mem.get("gradient_bytes")
+        for key, words in VARIANTS.items():
+            r = ratios.get(f"{key}_over_forward")
+            if key not in passes or not r:
+                continue
+            extra = peak.get(key)
+            rows.append({"model": spec, "gradient over": words, "median (s)": passes[key]["median"],
+                         "÷ forward": r["median"], "95% CI": f"[{r['ci'][0]:.2f}, {r['ci'][1]:.2f}]",
+                         "extra peak memory (MB)": extra / 1e6 if extra is not None else float("nan"),
+                         "÷ one fp32 gradient": extra / one if extra is not None and one else float("nan")})
     return rows
 
 

@@ -217,6 +217,21 @@ def _floor(res: dict[str, Any], out: Result) -> None:
         floor_ratio_0=floor[0]["gradient ÷ forward"], floor_model_0=Markdown(f"`{floor[0]['model']}`"))
 
 
+def _variants(res: dict[str, Any], out: Result) -> None:
+    """Cost and peak memory of each variant of the epistemic score (full, no embeddings,
+    last block, LM head), the table chapter 06 and the practitioner's page show."""
+    rows = report.variant_rows(res)
+    out.tables["variants"] = rows_table(rows, {"÷ one fp32 gradient": ".3f"},
+                                        caption="What each variant of the epistemic score costs")
+    by = {(r["model"], r["gradient over"]): r for r in rows}
+    full = [r for r in rows if r["gradient over"] == report.VARIANTS["gradient"]]
+    last = [by.get((r["model"], report.VARIANTS["gradient_last_block"])) for r in full]
+    out.values["variant_cost_list"] = Markdown("; ".join(
+        f"`{f['model']}` {f['÷ forward']:.2f} forwards for all parameters, "
+        + (f"{lb['÷ forward']:.2f} for the last block" if lb else "last block not timed")
+        for f, lb in zip(full, last)) or "not measured in this build")
+
+
 def _speedup(p: Params, res: dict[str, Any], profile: str, out: Result) -> None:
     """The speed-up table, and claim C8 measured, recorded and quoted."""
     out.tables["speedup"] = rows_table(report.speedup_rows(res))
@@ -343,7 +358,7 @@ def run(p: Params, store: Any, profile: str, *, data_dir: str | None = None) -> 
     -------
     Result
         ``values`` under the page's glue names; ``tables`` ``costs``, ``floor``,
-        ``speedup``, ``throughput`` (a table, or a sentence where no records/hour ran),
+        ``variants``, ``speedup``, ``throughput`` (a table, or a sentence where no records/hour ran),
         ``memory`` and ``operators`` (where measured), ``gpu_floor`` and ``gpu_speedup``
         (where a GPU run is committed); ``data`` ``bench`` (the benchmark's results dict,
         also written to ``07_efficiency.bench.json`` beside the executed chapter) and
@@ -357,6 +372,7 @@ def run(p: Params, store: Any, profile: str, *, data_dir: str | None = None) -> 
     out = Result(data={"bench": res})
     _overview(res, out)
     _floor(res, out)
+    _variants(res, out)
     _speedup(p, res, profile, out)
     _throughput(res, out)
     _memory(res, out)

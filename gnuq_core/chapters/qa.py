@@ -92,7 +92,6 @@ class Params(ChapterParams):
     max_new_tokens: int = param(32, OPTIONS["max_new_tokens"], "answer-length cap, in tokens")
     n_mc: int = param(200, NONNEG, "TruthfulQA MC1/MC2 questions per model; 0 means all")
     n_boot: int = param(2000, COUNT, "bootstrap resamples for every confidence interval")
-    n_cost: int = param(10, COUNT, "answers timed per parameter-group variant")
     n_layer_questions: int = param(0, NONNEG, "answers per model and dataset split by layer; 0 means all")
     embedding_judge: bool = param(True, None, "second TruthfulQA judge with the MiniLM sentence encoder")
     compute_missing: bool = param(False, None, "False reads only the stored records (the paper edition: the "
@@ -170,7 +169,6 @@ class _Study:
     item_by_id: dict[str, Any]
     runs: dict[tuple[str, str], list[dict[str, Any]]]
     groups: dict[tuple[str, str], dict[str, dict[str, float]]]
-    costs: dict[str, dict[str, float]]
     mc_rows: list[dict[str, Any]]
     reading_only: bool
     tables: dict[tuple[str, str], pd.DataFrame] | None = None
@@ -189,10 +187,9 @@ def _questions(p: Params, out: Result) -> tuple[dict[str, list[Any]], dict[str, 
 
 
 def _answer(p: Params, store: Any, subsets: dict[str, list[Any]], mc_subset: list[Any]
-            ) -> tuple[dict, dict, list[dict[str, Any]]]:
-    """Each model's records of both datasets (through ``store``), its variant costs and MC scores."""
+            ) -> tuple[dict, list[dict[str, Any]]]:
+    """Each model's records of both datasets (through ``store``) and its MC scores."""
     runs: dict[tuple[str, str], list] = {}
-    costs: dict[str, dict] = {}
     mc_rows = []
     for name in p.models:
         lm = load_model(name)
@@ -200,18 +197,12 @@ def _answer(p: Params, store: Any, subsets: dict[str, list[Any]], mc_subset: lis
         for d in DATASETS:
             runs[name, d] = qa_study.run_dataset(lm, subsets[d], config, progress=False, store=store,
                                                  verify=p.store_verify, compute_missing=p.compute_missing)
-        recs = [r for d in DATASETS for r in runs[name, d]]
-        costs[name] = qa_study.variant_costs(lm, runs[name, "triviaqa"], n=p.n_cost)
-        costs[name]["mean_generate"] = float(np.mean([r["timings"]["generate"] for r in recs]))
-        costs[name]["mean_sampling"] = float(np.mean([r["timings"].get("sample", np.nan)
-                                                      + r["timings"].get("cluster", 0) for r in recs]))
-        costs[name]["mean_p_true"] = float(np.mean([r["timings"]["p_true"] for r in recs]))
         mc = stored_mc_scores(lm, name, mc_subset, store=store, verify=p.store_verify)
         mc_rows.append({"model": short(name), "MC1": float(np.mean([m["mc1"] for m in mc])),
                         "MC2": float(np.mean([m["mc2"] for m in mc])), "questions": len(mc)})
         del lm
         gc.collect()
-    return runs, costs, mc_rows
+    return runs, mc_rows
 
 
 def _common(p: Params, store: Any, all_items: dict[str, list[Any]], subsets: dict[str, list[Any]],
@@ -495,7 +486,7 @@ def _layers(s: _Study, out: Result) -> None:
 
 
 def _variants(p: Params, s: _Study, out: Result) -> None:
-    """AUROC and cost of the cheap variants of the epistemic score; seconds per answer of every pass."""
+    """How well the cheap variants of the epistemic score rank answers (their cost is chapter 07's)."""
     var_rows = []
     for (name, d), t in s.tables.items():
         for m, sel in VARIANTS:
@@ -505,19 +496,13 @@ def _variants(p: Params, s: _Study, out: Result) -> None:
             r = evaluation.bootstrap_auroc(t["incorrect"], t[m], n_boot=p.n_boot, seed=p.seed)
             var_rows.append({"model": short(name), "dataset": NAMES[d], "parameters": sel,
                              "AUROC": r.auroc, "CI": ci_text(r.lo, r.hi),
-                             "ρ with full epistemic": spearmanr(t[m], t["epistemic"]).statistic,
-                             "seconds / answer": s.costs[name][sel]})
+                             "ρ with full epistemic": spearmanr(t[m], t["epistemic"]).statistic})
     variants = pd.DataFrame(var_rows)
-    cost_tab = pd.DataFrame([{"model": short(n), "generate (greedy)": c["mean_generate"],
-                              "gradient, all": c["all"], "gradient, no embeddings": c["no_embeddings"],
-                              "gradient, last block": c["last_block"], "P(True)": c["mean_p_true"],
-                              f"{p.n_samples} samples + clustering": c["mean_sampling"]} for n, c in s.costs.items()])
+    out.data["variants"] = variants
     out.tables["variants"] = book.table(
         variants.assign(parameters=variants["parameters"].map(PARAMETER_SETS)),
-        _same({"model": "", "dataset": "", "parameters": "", "AUROC": ".3f", "CI": "", "ρ with full epistemic": ".2f",
-               "seconds / answer": ".3g"}), caption="Cheaper variants of the epistemic score")
-    out.tables["costs"] = book.table(cost_tab, {"model": "model", **{c: (c, ".3g") for c in cost_tab.columns[1:]}},
-                                     caption="Seconds per answer")
+        _same({"model": "", "dataset": "", "parameters": "", "AUROC": ".3f", "CI": "", "ρ with full epistemic": ".2f"}),
+        caption="How well the cheaper variants of the epistemic score rank answers")
 
 
 def _categories(p: Params, tables: Mapping[tuple[str, str], pd.DataFrame], out: Result) -> None:
@@ -851,9 +836,9 @@ def _study(p: Params, store: Any, out: Result) -> _Study:
     torch.manual_seed(p.seed)
     all_items, subsets, mc_subset = _questions(p, out)
     item_by_id = {it.id: it for d in DATASETS for it in all_items[d]}
-    runs, costs, mc_rows = _answer(p, store, subsets, mc_subset)
+    runs, mc_rows = _answer(p, store, subsets, mc_subset)
     groups, reading_only = _common(p, store, all_items, subsets, runs, out)
-    s = _Study(all_items, subsets, item_by_id, runs, groups, costs, mc_rows, reading_only)
+    s = _Study(all_items, subsets, item_by_id, runs, groups, mc_rows, reading_only)
     s.tables = _score_tables(p, s)
     return s
 

@@ -16,8 +16,6 @@ This module glues the engine (`gnuq_core.qa.engine`, `gnuq_core.lm.scoring`) to 
   notebook, sharded under ``torchrun --nproc-per-node N`` (`gnuq_core.repro.shards`);
   ``carry`` carries the stored records across a code change after recomputing every
   record's exact part.
-* `variant_costs`: seconds per forward-backward pass for all parameters, all but the
-  embeddings, and the last block only.
 * `score_table`: one row per question: answer, length, stop reason, correctness labels
   from every judge (`gnuq_core.qa.grading`) and every uncertainty score of the registry
   `gnuq_core.qa.scores`, oriented so that larger = more uncertain.
@@ -25,7 +23,6 @@ This module glues the engine (`gnuq_core.qa.engine`, `gnuq_core.lm.scoring`) to 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -37,7 +34,7 @@ from gnuq_core.qa import scores
 from gnuq_core.store import Store, open_store
 
 __all__ = ["CATEGORY_GROUPS", "category_group", "select_items", "store_config", "store_file",
-           "run_dataset", "group_norms_of", "chapter_config", "fill", "variant_costs", "score_table", "group_scores",
+           "run_dataset", "group_norms_of", "chapter_config", "fill", "score_table", "group_scores",
            "aligned", "campaign_progress", "progress_table"]
 
 CATEGORY_GROUPS: dict[str, tuple[str, ...]] = {
@@ -180,29 +177,6 @@ def group_norms_of(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, 
             raise KeyError(f"record {r['id']!r} has no per-group norms (group_sq): it was made by older code; "
                            "recompute it")
         out[r["id"]] = dict(r["group_sq"])
-    return out
-
-
-def variant_costs(loaded: Any, records: Sequence[Mapping[str, Any]], *, n: int = 5, repeats: int = 1
-                  ) -> dict[str, float]:
-    """Median seconds of one forward-backward pass per parameter selection, on ``n`` answers.
-
-    Selections: ``all`` (the estimator as specified), ``no_embeddings`` and ``last_block``.
-    Also ``log10_ratio_*``: how the cheap variants' values relate is in `score_table`.
-    Timings depend on the machine and its load; they are measured, not cached.
-    """
-    from gnuq_core.lm.gradient import forward_backward
-
-    out: dict[str, float] = {}
-    for sel in ("all", "no_embeddings", "last_block"):
-        secs = []
-        for r in list(records)[:n]:
-            g = r["generation"]
-            for _ in range(repeats):
-                t0 = time.perf_counter()
-                forward_backward(loaded.model, g["prompt_ids"], g["answer_ids"], groups=None if sel == "all" else sel)
-                secs.append(time.perf_counter() - t0)
-        out[sel] = float(np.median(secs)) if secs else float("nan")
     return out
 
 

@@ -91,7 +91,9 @@ def test_every_value_the_page_glues_is_computed(ran) -> None:
 
 def test_tables_bench_json_and_claim(ran) -> None:
     result, root = ran
-    assert set(result.tables) == {"costs", "floor", "speedup", "throughput", "operators"}
+    assert set(result.tables) == {"costs", "floor", "variants", "speedup", "throughput", "operators"}
+    variants = repr(result.tables["variants"])
+    assert "all parameters" in variants and "last decoder block" in variants and "÷ forward" in variants
     assert repr(result.tables["floor"]).splitlines()[0].split()[:4] == ["model", "gradient", "÷", "forward"]
     assert "P(True)" in repr(result.tables["costs"]) or "P(True)" in repr(result.tables["speedup"])
     assert "records / hour" in repr(result.tables["throughput"])

@@ -42,7 +42,7 @@ pytestmark = pytest.mark.filterwarnings(  # a tiny random model's answers all hi
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "06_qa_benchmarks.py"
 MODELS = ["tiny-chat", "tiny-fewshot"]
 TINY = qa.Params(models=MODELS, n_truthfulqa=0, n_triviaqa=0, n_samples=2, max_new_tokens=6, n_mc=2, n_boot=20,
-                 n_cost=1, n_layer_questions=4, embedding_judge=False, compute_missing=True, store_verify=0)
+                 n_layer_questions=4, embedding_judge=False, compute_missing=True, store_verify=0)
 """Every question of the fixture, two samples each, six answer tokens, the first four answers split by layer."""
 SINGLE = [*string.ascii_lowercase, *string.digits]  # aliases that a random answer can contain as a word
 
@@ -104,10 +104,10 @@ def ran(tmp_path_factory):
 
 def glued_names() -> set[str]:
     """Every value name the notebook's prose glues (``{glue:text}`` / ``{glue:md}`` roles and
-    ``{glue}`` blocks), figures left out."""
+    ``{glue}`` blocks), figures and other chapters' values (``:doc:``) left out."""
     text = NOTEBOOK.read_text()
     names = set(re.findall(r"\{glue(?::text|:md)?\}`([A-Za-z0-9_]+)", text))
-    names |= set(re.findall(r"```\{glue\} ([A-Za-z0-9_]+)", text))
+    names |= set(re.findall(r"```\{glue\} ([A-Za-z0-9_]+)\n(?!# :doc:)", text))
     return {n for n in names if not n.startswith("fig_")}
 
 
@@ -132,9 +132,10 @@ def test_tables_store_and_claims(ran) -> None:
     result, root = ran
     expected = {"agreement", "audit", "examples_truthfulqa", "examples_triviaqa", "accuracy", "lengths", "rho_p",
                 "rho_length", "auroc", "auroc_full", "ablation", "group_auroc", "group_epistemic_auroc", "variants",
-                "costs", "categories", "scales", *qa.CLAIM_TABLES}
+                "categories", "scales", *qa.CLAIM_TABLES}
     assert expected <= set(result.tables) <= expected | {"transfers"}
     assert "hand-labelled audit set" in repr(result.tables["audit"])
+    assert "seconds" not in repr(result.tables["variants"])  # costs are chapter 07's measurement, not this one's
     assert {p.parent.name for p in (root / "results").glob("*/*.jsonl")} == {"qa", "qa_mc"}
     assert len(list((root / "results" / "qa").glob("*.jsonl"))) == 4  # two models × two datasets
     ledger = json.loads((root / "out" / "06_qa_benchmarks.claims.json").read_text())
@@ -194,8 +195,8 @@ def test_wide_table() -> None:
 def test_params() -> None:
     assert qa.Params.for_profile("full") == qa.Params()
     quick = qa.Params.for_profile("quick")
-    assert (quick.n_truthfulqa, quick.n_triviaqa, quick.n_samples, quick.max_new_tokens, quick.n_cost,
-            quick.compute_missing, quick.store_verify) == (20, 30, 3, 20, 3, True, 2)
+    assert (quick.n_truthfulqa, quick.n_triviaqa, quick.n_samples, quick.max_new_tokens,
+            quick.compute_missing, quick.store_verify) == (20, 30, 3, 20, True, 2)
     assert qa.Params().n_truthfulqa == 0 and qa.Params().compute_missing is False  # all questions, stored records
     with pytest.raises(ChapterError, match=r"models=\[\] must not be empty"):
         qa.Params(models=[])
@@ -203,8 +204,8 @@ def test_params() -> None:
         qa.Params(n_truthfulqa=-1)
     with pytest.raises(ChapterError, match="n_samples=0 must be ≥ 1"):
         qa.Params(n_samples=0)
-    with pytest.raises(ChapterError, match="n_cost=10000000000 must be ≤ 1,000,000"):
-        qa.Params(n_cost=10_000_000_000)
+    with pytest.raises(ChapterError, match="n_boot=10000000000 must be ≤ 1,000,000"):
+        qa.Params(n_boot=10_000_000_000)
     with pytest.raises(ChapterError, match="torch_threads=100000 must be ≤"):
         qa.Params(torch_threads=100_000)
     with pytest.raises(ChapterError, match="embedding_judge=1 is a int"):
