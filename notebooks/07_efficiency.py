@@ -237,8 +237,8 @@ glue("throughput_table", result.tables["throughput"])  # a sentence where no rec
 # about {glue:text}`campaign_best_hours:.1f` h of wall time in the fastest layout
 # ({glue:md}`campaign_best_layout`); per layout: {glue:md}`campaign_list`. The estimate
 # scales each layout's measured wall time by the study's work over the measured work, per
-# dataset (TruthfulQA prompts are longer). It rests on few questions in the quick
-# profile, and the machine may be shared with other jobs: read it as an order of
+# dataset (TruthfulQA prompts are longer). It rests on the few records of the table
+# above, and the machine may be shared with other jobs: read it as an order of
 # magnitude, and `make bench` (more questions) for the number to plan with.
 #
 # ## Memory

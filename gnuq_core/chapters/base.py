@@ -16,6 +16,7 @@ page glues, by their glue name) and ``data`` (the arrays its figures draw).
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
@@ -114,6 +115,23 @@ class ChapterParams:
     def docs(self) -> dict[str, str]:
         """Each parameter's one-line description."""
         return {f.name: f.metadata.get("doc", "") for f in dataclasses.fields(self)}
+
+    @classmethod
+    def value_words(cls, values: Mapping[str, Any]) -> dict[str, str]:
+        """How a page shows the parameters whose 0 stands for something else: ``n_triviaqa = 0``
+        reads "all (2933)", ``threads = 0`` "0 (torch's default)", from the parameter's doc
+        ("0 means all 2933", "(0: torch's default)")."""
+        words = {}
+        for f in dataclasses.fields(cls):
+            if values.get(f.name) != 0 or isinstance(values.get(f.name), bool):
+                continue
+            m = re.search(r"\(0: ([^)]+)\)|\b0 means ([^;,)]+)", f.metadata.get("doc", ""))
+            if m:
+                meaning = (m.group(1) or m.group(2)).strip()
+                count = re.fullmatch(r"all ([\d,]+)", meaning)
+                words[f.name] = (f"all ({int(count.group(1).replace(',', '')):,})" if count else
+                                 "all" if meaning == "all" else f"0 ({meaning})")
+        return words
 
 
 @dataclass

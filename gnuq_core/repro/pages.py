@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from gnuq_core.chapters import module_for
 from gnuq_core.repro.provenance import banner_markdown
 
 PARAMETER_TAGS = ("parameters", "injected-parameters")
@@ -80,9 +81,16 @@ def insert_banner(nb: dict[str, Any], banner: str) -> dict[str, Any]:
     return nb
 
 
+def parameter_words(record: dict[str, Any] | None) -> dict[str, str]:
+    """How the banner shows the record's parameters whose 0 means something else ("all (817)"),
+    from its chapter's ``Params`` (nothing for a chapter without a module)."""
+    module = module_for(str(record.get("chapter", ""))) if record else None
+    return module.Params.value_words(record.get("parameters", {})) if module is not None else {}
+
+
 def prepare_notebook(text: str, record: dict[str, Any] | None, *, source_link: str | None = None) -> str:
     """The ipynb JSON ``text`` as the book shows it: cell policy applied, banner inserted."""
     nb = json.loads(text)
     apply_cell_policy(nb)
-    insert_banner(nb, banner_markdown(record, source_link=source_link))
+    insert_banner(nb, banner_markdown(record, source_link=source_link, words=parameter_words(record)))
     return json.dumps(nb)

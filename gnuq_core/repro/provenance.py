@@ -17,6 +17,7 @@ import os
 import platform
 import subprocess
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -201,8 +202,8 @@ def _when(iso: str | None) -> str:
     return stamp.strftime("%Y-%m-%d %H:%M UTC")
 
 
-def _inline(values: dict[str, Any]) -> str:
-    return ", ".join(f"`{k}` = {_plain(v)}" for k, v in values.items()) or "none"
+def _inline(values: dict[str, Any], words: Mapping[str, str]) -> str:
+    return ", ".join(f"`{k}` = {words.get(k, _plain(v))}" for k, v in values.items()) or "none"
 
 
 def _plain(value: Any) -> str:
@@ -211,7 +212,8 @@ def _plain(value: Any) -> str:
     return str(value).replace("`", "'").replace("|", "/")
 
 
-def banner_markdown(record: dict[str, Any] | None, *, source_link: str | None = None) -> str:
+def banner_markdown(record: dict[str, Any] | None, *, source_link: str | None = None,
+                    words: Mapping[str, str] | None = None) -> str:
     """The profile banner at the top of a chapter page (MyST Markdown; its ``{term}`` links
     need the book's glossary, ``book/glossary.md``).
 
@@ -221,7 +223,11 @@ def banner_markdown(record: dict[str, Any] | None, *, source_link: str | None = 
         The chapter's provenance record (:func:`load_record`); ``None`` says no record exists.
     source_link : str, optional
         Path (relative to the page) of the chapter's Jupytext source, offered for download.
+    words : mapping, optional
+        How to show some parameters' values (``{"n_triviaqa": "all (2,933)"}``: the chapter's
+        `gnuq_core.chapters.base.ChapterParams.value_words`).
     """
+    words = words or {}
     if record is None:
         return (":::{admonition} No provenance for this page\n:class: error gnuq-banner\n\n"
                 "The chapter did not finish writing its provenance record: its numbers cannot be "
@@ -239,14 +245,14 @@ def banner_markdown(record: dict[str, Any] | None, *, source_link: str | None = 
         lead = (f"This page was computed with the `{profile}` {{term}}`profile`, with smaller samples than the "
                 f"{{term}}`paper edition` (profile `{PAPER_PROFILE}`). Its numbers and verdicts are a "
                 "{term}`preview`, not the reproduction's findings.")
-    facts = [f"**Seeds:** {_inline(seeds)}"] if seeds else []
-    facts += [f"**Sample sizes:** {_inline(sizes)}"] if sizes else []
+    facts = [f"**Seeds:** {_inline(seeds, words)}"] if seeds else []
+    facts += [f"**Sample sizes:** {_inline(sizes, words)}"] if sizes else []
     facts.append(f"**Run time:** {run} · **commit** `{commit}`{' (uncommitted changes)' if record.get('dirty') else ''}"
                  f" · **built** {_when(record.get('built_at'))}")
     if source_link:
         facts.append(f"**Source:** {{download}}`{Path(source_link).name} <{source_link}>` (Jupytext)")
     params = sorted(record.get("parameters", {}).items())
-    rows = "\n".join(f"| `{k}` | {_plain(v)} |" for k, v in params)
+    rows = "\n".join(f"| `{k}` | {words.get(k, _plain(v))} |" for k, v in params)
     table = (":::{admonition} This build's parameters\n:class: dropdown gnuq-parameters\n\n"
              "| parameter | value |\n| --- | --- |\n" + rows + "\n:::\n") if params else ""
     return (f"::::{{admonition}} {title}\n:class: {cls} gnuq-banner\n\n{lead}\n\n"

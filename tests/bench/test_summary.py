@@ -76,6 +76,8 @@ def test_c8_is_the_least_favourable_model_with_its_own_interval() -> None:
     assert m.ci[0] <= m.value <= m.ci[1] and m.details["a"]["median"] > m.value
     assert m.details["b"]["rounds"] == 12 and m.details["b"]["questions"] == 4
     assert m.evidence == {"questions": 4, "rounds": 12}
+    assert m.note.startswith("timed on 4 questions (12 rounds) per model on cpu")  # the caveat the ledger shows
+    assert "optimised baselines (N = 10 answers" in m.note
     a = claims.assess(m)  # 4 questions are too few for C8's gate (≥ 5)
     assert a.verdict == claims.INCONCLUSIVE and "4 questions (needs ≥ 5)" in a.reason
     assert claims.judge(replace(m, evidence={"questions": 5, "rounds": 12})) == claims.NOT_REPRODUCED

@@ -18,3 +18,12 @@ def test_every_chapter_can_quote_its_profiles() -> None:
         params = module_for(stem).Params()
         values = profile_values(params)
         assert all(isinstance(v, (int, float, str, bool)) for v in values.values()), stem
+
+
+def test_value_words_read_what_zero_means_from_the_parameter_doc() -> None:
+    from gnuq_core.chapters import cross_checks, efficiency, qa
+
+    assert qa.Params.value_words({"n_truthfulqa": 0, "n_triviaqa": 5, "n_mc": 0}) == {
+        "n_truthfulqa": "all (817)", "n_mc": "all"}
+    assert efficiency.Params.value_words({"threads": 0, "memory": False}) == {"threads": "0 (torch's default)"}
+    assert cross_checks.Params.value_words({"glm_samples": 0}) == {"glm_samples": "0 (no such row)"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from gnuq_core.repro.pages import apply_cell_policy, insert_banner, prepare_notebook
+from gnuq_core.repro.pages import apply_cell_policy, insert_banner, parameter_words, prepare_notebook
 
 
 def _nb() -> dict:
@@ -43,3 +43,13 @@ def test_prepare_notebook_round_trip() -> None:
     out = json.loads(prepare_notebook(json.dumps(_nb()), record))
     banner = out["cells"][1]["source"]
     assert "preview" in banner and "`n_mc` = 10" in banner
+
+
+def test_the_banner_says_all_where_zero_means_all() -> None:
+    record = {"chapter": "06_qa_benchmarks", "profile": "full", "wall_time_s": 3.0, "commit": "a" * 40,
+              "parameters": {"seed": 0, "n_truthfulqa": 0, "n_triviaqa": 0, "n_mc": 200, "n_boot": 0}}
+    banner = json.loads(prepare_notebook(json.dumps(_nb()), record))["cells"][1]["source"]
+    assert "`n_truthfulqa` = all (817)" in banner and "`n_triviaqa` = all (2,933)" in banner
+    assert "| `n_triviaqa` | all (2,933) |" in banner and "`n_mc` = 200" in banner
+    assert "`n_boot` = 0" in banner  # a 0 that means nothing else stays 0
+    assert parameter_words({"chapter": "no_such_chapter", "parameters": {"n": 0}}) == {} == parameter_words(None)
