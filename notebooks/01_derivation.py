@@ -40,7 +40,7 @@ from gnuq_core.repro import display
 from gnuq_core.repro.provenance import Provenance
 
 display.use_book_style()
-prov = Provenance.start()
+prov = Provenance.start(profile=profile, **overrides)  # the runner adds every resolved parameter
 params = derivation.Params.for_profile(profile, overrides)
 
 # %% [markdown]

@@ -71,7 +71,7 @@ import transformers  # noqa: E402
 
 transformers.utils.logging.disable_progress_bar()
 book.use_book_style()
-prov = Provenance.start()
+prov = Provenance.start(profile=profile, **overrides)  # the runner adds every resolved parameter
 store = open_store(profile)  # the results store in the paper edition, the local cache in a preview
 params = proxy_bias.Params.for_profile(profile, overrides)
 

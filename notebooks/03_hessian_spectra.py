@@ -65,7 +65,7 @@ logging.getLogger("transformers").setLevel(logging.ERROR)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
 book.use_book_style()
-prov = Provenance.start()
+prov = Provenance.start(profile=profile, **overrides)  # the runner adds every resolved parameter
 store = open_store(profile)  # the results store in the paper edition, the local cache in a preview
 params = spectra.Params.for_profile(profile, overrides)
 

@@ -82,7 +82,7 @@ warnings.filterwarnings("ignore", category=FutureWarning)
 warnings.filterwarnings("ignore", category=UserWarning)
 warnings.filterwarnings("ignore", message="IProgress not found")  # no ipywidgets: tqdm falls back to text
 book.use_book_style()
-prov = Provenance.start()
+prov = Provenance.start(profile=profile, **overrides)  # the runner adds every resolved parameter
 store = open_store(profile)  # the results store in the paper edition, the local cache in a preview
 params = mcmc.Params.for_profile(profile, overrides)
 

@@ -68,7 +68,7 @@ warnings.filterwarnings("ignore", message="IProgress not found")
 # that would show as error output on the page. The chapter reports those settings itself.
 warnings.filterwarnings("ignore", message="The BCa confidence interval cannot be calculated")
 book.use_book_style()
-prov = Provenance.start()
+prov = Provenance.start(profile=profile, **overrides)  # the runner adds every resolved parameter
 store = open_store(profile)  # the results store in the paper edition, the local cache in a preview
 params = scaling.Params.for_profile(profile, overrides)
 

@@ -85,7 +85,7 @@ from gnuq_core.repro.provenance import Provenance
 from gnuq_core.store import open_store
 
 warnings.filterwarnings("ignore", category=ConstantInputWarning)  # ρ of a constant column is NaN, shown as such
-prov = Provenance.start()
+prov = Provenance.start(profile=profile, **overrides)  # the runner adds every resolved parameter
 store = open_store(profile)  # the results store in the paper edition, the local cache in a preview
 book.use_book_style()
 params = qa.Params.for_profile(profile, overrides)

@@ -76,7 +76,7 @@ from gnuq_core.repro.provenance import Provenance
 
 warnings.filterwarnings("ignore")  # transformers/GGUF loading notices; none affects a number here
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-prov = Provenance.start()
+prov = Provenance.start(profile=profile, **overrides)  # the runner adds every resolved parameter
 book.use_book_style()
 params = efficiency.Params.for_profile(profile, overrides)
 

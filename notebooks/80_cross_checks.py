@@ -55,7 +55,7 @@ import transformers  # noqa: E402
 
 transformers.utils.logging.disable_progress_bar()
 book.use_book_style()
-prov = Provenance.start()
+prov = Provenance.start(profile=profile, **overrides)  # the runner adds every resolved parameter
 params = cross_checks.Params.for_profile(profile, overrides)
 
 # %% [markdown]

@@ -33,7 +33,7 @@ from gnuq_core.chapters import ledger
 from gnuq_core.chapters.base import glue_values
 from gnuq_core.repro.provenance import Provenance
 
-prov = Provenance.start()
+prov = Provenance.start(profile=profile, **overrides)  # the runner adds every resolved parameter
 result = ledger.run(ledger.Params.for_profile(profile, overrides), profile, built_at=prov.record()["built_at"])
 glue_values(result)
 

@@ -3,7 +3,9 @@
 For every ``.ipynb`` page, the notebook text Sphinx reads goes through
 :func:`gnuq_core.repro.pages.prepare_notebook`: parameter cells removed, code inputs
 hidden unless tagged, and the profile banner (from ``<chapter>.provenance.json`` beside
-the notebook) under the title. The notebook on disk is not changed.
+the notebook) under the title, with links to the chapter's Jupytext source and to a
+notebook that runs outside a checkout (`gnuq_core.repro.runnable`, written beside the
+executed one). The executed notebook on disk is not changed.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 
 from gnuq_core.repro.pages import prepare_notebook
 from gnuq_core.repro.provenance import load_record
+from gnuq_core.repro.runnable import write_runnable
 
 
 def _prepare(app: Any, docname: str, source: list[str]) -> None:
@@ -23,7 +26,10 @@ def _prepare(app: Any, docname: str, source: list[str]) -> None:
     record = load_record(path.with_name(f"{path.stem}.provenance.json"))
     chapter_source = Path(app.srcdir) / "notebooks" / f"{path.stem}.py"
     link = os.path.relpath(chapter_source, path.parent) if chapter_source.exists() else None
-    source[0] = prepare_notebook(source[0], record, source_link=link)
+    runnable = None
+    if chapter_source.exists():  # a notebook that runs outside a checkout, in the quick profile
+        runnable = write_runnable(chapter_source, path.with_name(f"{path.stem}.runnable.ipynb")).name
+    source[0] = prepare_notebook(source[0], record, source_link=link, runnable_link=runnable)
 
 
 def setup(app: Any) -> dict[str, bool]:

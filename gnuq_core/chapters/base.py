@@ -1,7 +1,7 @@
 """A chapter's parameters and results: one frozen dataclass per chapter, checked on creation.
 
 Each chapter module declares ``Params(ChapterParams)`` whose defaults are the paper
-edition's settings; a profile (``notebooks/profiles/<name>.yml``) only overrides some of
+edition's settings; a profile (``gnuq_core/profiles/<name>.yml``) only overrides some of
 them. `ChapterParams.resolve` applies a profile and the command line's ``--set`` values,
 and creating the dataclass checks every value: its type (that of the default), its
 `~gnuq_core.options.Rule` (declared with `param`), that every number is finite and every
@@ -103,7 +103,7 @@ class ChapterParams:
 
     @classmethod
     def for_profile(cls: type[P], profile: str, overrides: Mapping[str, Any] | None = None) -> P:
-        """`resolve` with this chapter's entry of profile file ``profile`` (``notebooks/profiles``)."""
+        """`resolve` with this chapter's entry of profile file ``profile`` (``gnuq_core/profiles``)."""
         from gnuq_core.repro.chapters import load_profile
 
         return cls.resolve(load_profile(profile).get(cls.CHAPTER, {}), overrides)

@@ -1,6 +1,6 @@
 """Run chapter notebooks: Jupytext source → ipynb → papermill with a profile's parameters.
 
-Profiles (``notebooks/profiles/<name>.yml``) map a chapter's notebook stem to the
+Profiles (``gnuq_core/profiles/<name>.yml``) map a chapter's notebook stem to the
 parameters it should run with::
 
     01_derivation:
@@ -41,7 +41,7 @@ from gnuq_core.repro.files import DamagedFile, json_type, read_yaml_mapping
 from gnuq_core.repro.paths import REPO_ROOT
 
 NOTEBOOKS = REPO_ROOT / "notebooks"
-PROFILES = NOTEBOOKS / "profiles"
+PROFILES = Path(__file__).resolve().parents[1] / "profiles"  # package data: profiles travel with `pip install`
 KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
 
 
@@ -71,7 +71,7 @@ def load_profile(name: str) -> dict[str, dict[str, Any]]:
     path = PROFILES / f"{name}.yml"
     if not path.exists():
         raise ChapterError(f"unknown profile {name!r}; available profiles: {', '.join(profile_names())} "
-                           f"(files in {PROFILES.relative_to(REPO_ROOT)}/)")
+                           f"(files in {PROFILES.relative_to(REPO_ROOT) if PROFILES.is_relative_to(REPO_ROOT) else PROFILES}/)")
     shown = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
     fix = f"fix {shown} (see the other profiles beside it)"
     try:
@@ -132,7 +132,7 @@ def chapter_module(source: Path) -> Any:
 
 def chapter_parameters(selector: str, profile: str, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """A chapter's parameters for a build: its ``Params`` defaults, updated by ``profile``
-    (``notebooks/profiles/<profile>.yml``), then by ``overrides``, every value checked."""
+    (``gnuq_core/profiles/<profile>.yml``), then by ``overrides``, every value checked."""
     source = find_chapter(selector)
     params = chapter_module(source).Params.resolve(load_profile(profile).get(source.stem, {}), overrides)
     return {**params.to_dict(), "profile": profile}

@@ -88,9 +88,11 @@ def parameter_words(record: dict[str, Any] | None) -> dict[str, str]:
     return module.Params.value_words(record.get("parameters", {})) if module is not None else {}
 
 
-def prepare_notebook(text: str, record: dict[str, Any] | None, *, source_link: str | None = None) -> str:
+def prepare_notebook(text: str, record: dict[str, Any] | None, *, source_link: str | None = None,
+                     runnable_link: str | None = None) -> str:
     """The ipynb JSON ``text`` as the book shows it: cell policy applied, banner inserted."""
     nb = json.loads(text)
     apply_cell_policy(nb)
-    insert_banner(nb, banner_markdown(record, source_link=source_link, words=parameter_words(record)))
+    insert_banner(nb, banner_markdown(record, source_link=source_link, runnable_link=runnable_link,
+                                       words=parameter_words(record)))
     return json.dumps(nb)

@@ -213,7 +213,7 @@ def _plain(value: Any) -> str:
 
 
 def banner_markdown(record: dict[str, Any] | None, *, source_link: str | None = None,
-                    words: Mapping[str, str] | None = None) -> str:
+                    runnable_link: str | None = None, words: Mapping[str, str] | None = None) -> str:
     """The profile banner at the top of a chapter page (MyST Markdown; its ``{term}`` links
     need the book's glossary, ``book/glossary.md``).
 
@@ -223,6 +223,8 @@ def banner_markdown(record: dict[str, Any] | None, *, source_link: str | None = 
         The chapter's provenance record (:func:`load_record`); ``None`` says no record exists.
     source_link : str, optional
         Path (relative to the page) of the chapter's Jupytext source, offered for download.
+    runnable_link : str, optional
+        Path of the chapter as a notebook that runs outside a checkout (`gnuq_core.repro.runnable`).
     words : mapping, optional
         How to show some parameters' values (``{"n_triviaqa": "all (2,933)"}``: the chapter's
         `gnuq_core.chapters.base.ChapterParams.value_words`).
@@ -251,6 +253,9 @@ def banner_markdown(record: dict[str, Any] | None, *, source_link: str | None = 
                  f" · **built** {_when(record.get('built_at'))}")
     if source_link:
         facts.append(f"**Source:** {{download}}`{Path(source_link).name} <{source_link}>` (Jupytext)")
+    if runnable_link:
+        facts.append(f"**Run it yourself:** {{download}}`a notebook in the quick profile <{runnable_link}>` "
+                     "for your own Jupyter or Colab (its first cell says what it needs)")
     params = sorted(record.get("parameters", {}).items())
     rows = "\n".join(f"| `{k}` | {words.get(k, _plain(v))} |" for k, v in params)
     table = (":::{admonition} This build's parameters\n:class: dropdown gnuq-parameters\n\n"
