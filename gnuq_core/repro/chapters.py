@@ -37,11 +37,14 @@ from typing import Any
 from gnuq_core.chapters import module_for
 from gnuq_core.chapters.base import ChapterError
 from gnuq_core.options import OneLineParser, output_path, run_command
-from gnuq_core.repro.files import DamagedFile, json_type, read_yaml_mapping
+from gnuq_core.repro.files import DamagedFile, json_type, read_yaml_mapping, write_atomic
 from gnuq_core.repro.paths import REPO_ROOT
 
 NOTEBOOKS = REPO_ROOT / "notebooks"
 PROFILES = Path(__file__).resolve().parents[1] / "profiles"  # package data: profiles travel with `pip install`
+CHAPTER_TIMES = PROFILES / "times.json"
+"""Each chapter's measured run time per profile (``gnuq chapter run --record-times``), which
+its page states; recorded on request only, so a build never changes a tracked file."""
 KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
 
 
@@ -139,17 +142,19 @@ def chapter_parameters(selector: str, profile: str, overrides: dict[str, Any] | 
 
 
 def run_chapter(selector: str, profile: str = "quick", out_dir: Path | None = None,
-                extra: dict[str, Any] | None = None) -> Path:
+                extra: dict[str, Any] | None = None, record_time: bool = False) -> Path:
     """Execute one chapter with a profile's parameters; return the executed notebook.
 
     ``extra`` overrides the profile (same checks). The executed notebook, and the side
     files the chapter writes (claims, provenance), land in ``out_dir`` (default
-    ``book/_generated``).
+    ``book/_generated``). ``record_time`` saves the run time in `CHAPTER_TIMES`.
     """
     import papermill
 
     from gnuq_core.repro import claims
 
+    if record_time and extra:
+        raise ChapterError("--record-times records a profile's own run time: drop the --set overrides")
     source = find_chapter(selector)
     if "profile" in {**load_profile(profile).get(source.stem, {}), **(extra or {})}:
         raise ChapterError(f"{source.stem}: 'profile' is set by the runner, not by a profile file")
@@ -190,8 +195,28 @@ def run_chapter(selector: str, profile: str = "quick", out_dir: Path | None = No
           flush=True)
     papermill.execute_notebook(str(target), str(target), parameters=params, kernel_name="python3",
                                cwd=str(REPO_ROOT), progress_bar=False, log_output=False)
-    print(f"[{source.stem}] done in {time.time() - started:.1f} s", flush=True)
+    seconds = time.time() - started
+    print(f"[{source.stem}] done in {seconds:.1f} s", flush=True)
+    if record_time:
+        save_chapter_time(source.stem, profile, seconds)
     return target
+
+
+def chapter_times() -> dict[str, dict[str, dict[str, Any]]]:
+    """The measured run time of each chapter per profile (`CHAPTER_TIMES`), ``{}`` if none is recorded."""
+    return json.loads(CHAPTER_TIMES.read_text()) if CHAPTER_TIMES.exists() else {}
+
+
+def save_chapter_time(stem: str, profile: str, seconds: float) -> None:
+    """Record ``stem``'s run time in ``profile`` on this machine in `CHAPTER_TIMES` (``--record-times``)."""
+    from gnuq_core.store.fingerprint import fingerprint
+
+    times = chapter_times()
+    machine = fingerprint()
+    times.setdefault(profile, {})[stem] = {
+        "seconds": round(seconds, 1), "date": time.strftime("%Y-%m-%d", time.gmtime()),
+        "machine": f"{machine['cores']}-core {machine['cpu']}"}
+    write_atomic(CHAPTER_TIMES, json.dumps(times, indent=1, sort_keys=True) + "\n")
 
 
 NONFINITE_WORDS = ("inf", "infinity", "nan")
@@ -233,6 +258,8 @@ def main(argv: list[str] | None = None, prog: str = "gnuq chapter") -> int:
     run.add_argument("chapters", nargs="*", help="chapter numbers or stems (default: all)")
     run.add_argument("--profile", default="quick")
     run.add_argument("--out", type=output_path, default=None, help="output folder (default book/_generated)")
+    run.add_argument("--record-times", action="store_true",
+                     help=f"record each chapter's run time in {CHAPTER_TIMES.name} (the page states it)")
     run.add_argument("--set", dest="overrides", action="append", default=[], metavar="NAME=VALUE",
                      help="override one parameter of the profile (a Python literal; repeatable), "
                           "e.g. --set n_truthfulqa=100")
@@ -246,7 +273,7 @@ def main(argv: list[str] | None = None, prog: str = "gnuq chapter") -> int:
             return 0
         extra = parse_overrides(args.overrides)
         for selector in args.chapters or [p.stem for p in chapters()]:
-            run_chapter(selector, args.profile, args.out, extra=extra)
+            run_chapter(selector, args.profile, args.out, extra=extra, record_time=args.record_times)
         return 0
 
     return run_command(body, interrupted="interrupted: the chapter being executed is left incomplete in the output "

@@ -20,6 +20,7 @@ import json
 from typing import Any
 
 from gnuq_core.chapters import module_for
+from gnuq_core.repro.chapters import chapter_times
 from gnuq_core.repro.provenance import banner_markdown
 
 PARAMETER_TAGS = ("parameters", "injected-parameters")
@@ -88,11 +89,36 @@ def parameter_words(record: dict[str, Any] | None) -> dict[str, str]:
     return module.Params.value_words(record.get("parameters", {})) if module is not None else {}
 
 
+READING_WORDS_PER_MINUTE = 180
+"""Reading speed for technical prose with math (a figure or table counts as 40 words)."""
+
+
+def reading_minutes(nb: dict[str, Any]) -> int:
+    """Minutes to read a notebook's text, figures and tables (not its folded code)."""
+    cells = nb.get("cells", [])
+    outputs = [o.get("data", {}) for c in cells if c.get("cell_type") == "code" for o in c.get("outputs", [])]
+    words = sum(len(_source(c).split()) for c in cells if c.get("cell_type") == "markdown")
+    words += sum(len("".join(d["text/markdown"]).split()) for d in outputs if "text/markdown" in d)  # e.g. the ledger
+    shown = sum(1 for d in outputs if {"image/png", "text/html"} & set(d) and "text/markdown" not in d)
+    return max(1, round((words + 40 * shown) / READING_WORDS_PER_MINUTE))
+
+
+def course_facts(nb: dict[str, Any], record: dict[str, Any] | None) -> str:
+    """The banner's line for a course: reading time, and the quick profile's measured run time
+    (`gnuq_core.repro.chapters.chapter_times`) where one is recorded."""
+    text = f"about {reading_minutes(nb)} min to read"
+    quick = chapter_times().get("quick", {}).get(str((record or {}).get("chapter", "")))
+    if quick:
+        text += (f"; the quick profile runs in about {max(1, round(quick['seconds'] / 60))} min "
+                 f"(measured {quick['date']} on a {quick['machine']})")
+    return text
+
+
 def prepare_notebook(text: str, record: dict[str, Any] | None, *, source_link: str | None = None,
                      runnable_link: str | None = None) -> str:
     """The ipynb JSON ``text`` as the book shows it: cell policy applied, banner inserted."""
     nb = json.loads(text)
     apply_cell_policy(nb)
     insert_banner(nb, banner_markdown(record, source_link=source_link, runnable_link=runnable_link,
-                                       words=parameter_words(record)))
+                                       words=parameter_words(record), course=course_facts(nb, record)))
     return json.dumps(nb)

@@ -213,7 +213,8 @@ def _plain(value: Any) -> str:
 
 
 def banner_markdown(record: dict[str, Any] | None, *, source_link: str | None = None,
-                    runnable_link: str | None = None, words: Mapping[str, str] | None = None) -> str:
+                    runnable_link: str | None = None, words: Mapping[str, str] | None = None,
+                    course: str | None = None) -> str:
     """The profile banner at the top of a chapter page (MyST Markdown; its ``{term}`` links
     need the book's glossary, ``book/glossary.md``).
 
@@ -225,6 +226,8 @@ def banner_markdown(record: dict[str, Any] | None, *, source_link: str | None = 
         Path (relative to the page) of the chapter's Jupytext source, offered for download.
     runnable_link : str, optional
         Path of the chapter as a notebook that runs outside a checkout (`gnuq_core.repro.runnable`).
+    course : str, optional
+        Reading time and the quick profile's run time (`gnuq_core.repro.pages.course_facts`).
     words : mapping, optional
         How to show some parameters' values (``{"n_triviaqa": "all (2,933)"}``: the chapter's
         `gnuq_core.chapters.base.ChapterParams.value_words`).
@@ -253,6 +256,8 @@ def banner_markdown(record: dict[str, Any] | None, *, source_link: str | None = 
                  f" · **built** {_when(record.get('built_at'))}")
     if source_link:
         facts.append(f"**Source:** {{download}}`{Path(source_link).name} <{source_link}>` (Jupytext)")
+    if course:
+        facts.append(f"**Time:** {course}")
     if runnable_link:
         facts.append(f"**Run it yourself:** {{download}}`a notebook in the quick profile <{runnable_link}>` "
                      "for your own Jupyter or Colab (its first cell says what it needs)")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from gnuq_core.repro.pages import apply_cell_policy, insert_banner, parameter_words, prepare_notebook
 
 
@@ -53,3 +55,22 @@ def test_the_banner_says_all_where_zero_means_all() -> None:
     assert "| `n_triviaqa` | all (2,933) |" in banner and "`n_mc` = 200" in banner
     assert "`n_boot` = 0" in banner  # a 0 that means nothing else stays 0
     assert parameter_words({"chapter": "no_such_chapter", "parameters": {"n": 0}}) == {} == parameter_words(None)
+
+
+def test_the_banner_states_reading_time_and_the_recorded_quick_time(tmp_path, monkeypatch) -> None:
+    from gnuq_core.repro import chapters, pages
+
+    words = " ".join(["word"] * 360)
+    nb = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": "# Title\n" + words},
+                    {"cell_type": "code", "metadata": {}, "source": "x", "outputs": [
+                        {"output_type": "display_data", "data": {"image/png": "…"}},
+                        {"output_type": "display_data", "data": {"text/markdown": words}}]}]}
+    assert pages.reading_minutes(nb) == round((2 + 720 + 40) / pages.READING_WORDS_PER_MINUTE)
+    monkeypatch.setattr(chapters, "CHAPTER_TIMES", tmp_path / "times.json")
+    record = {"chapter": "01_derivation", "profile": "full", "wall_time_s": 3.0, "commit": "a" * 40, "parameters": {}}
+    assert "quick profile" not in pages.course_facts(nb, record)  # nothing recorded: nothing claimed
+    chapters.save_chapter_time("01_derivation", "quick", 150.0)
+    banner = json.loads(prepare_notebook(json.dumps(nb), record))["cells"][1]["source"]
+    assert "**Time:** about 4 min to read; the quick profile runs in about 2 min (measured " in banner
+    with pytest.raises(chapters.ChapterError, match="--record-times records a profile's own run time"):
+        chapters.run_chapter("01", "quick", tmp_path, extra={"seed": 1}, record_time=True)
