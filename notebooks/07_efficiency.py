@@ -158,7 +158,7 @@ glue_figure("fig_floor", efficiency.figure_floor(result))
 #
 # Seconds, cost in no-grad forwards and peak extra memory of each variant (the memory
 # is measured in a separate process; a fraction of one fp32 gradient of the model shows
-# that no variant stores a parameter-sized gradient). Per model: {glue:md}`variant_cost_list`.
+# that no variant stores a parameter-sized gradient). Per model: {glue:text}`variant_cost_list`.
 # Chapter 06 measures how well each variant ranks answers, and the
 # [practitioner's page](../practice.md) puts the two together.
 

@@ -226,10 +226,10 @@ def _variants(res: dict[str, Any], out: Result) -> None:
     by = {(r["model"], r["gradient over"]): r for r in rows}
     full = [r for r in rows if r["gradient over"] == report.VARIANTS["gradient"]]
     last = [by.get((r["model"], report.VARIANTS["gradient_last_block"])) for r in full]
-    out.values["variant_cost_list"] = Markdown("; ".join(
-        f"`{f['model']}` {f['÷ forward']:.2f} forwards for all parameters, "
+    out.values["variant_cost_list"] = "; ".join(  # plain text: the practitioner's page glues it from another page
+        f"{f['model']} {f['÷ forward']:.2f} forwards for all parameters, "
         + (f"{lb['÷ forward']:.2f} for the last block" if lb else "last block not timed")
-        for f, lb in zip(full, last)) or "not measured in this build")
+        for f, lb in zip(full, last)) or "not measured in this build"
 
 
 def _speedup(p: Params, res: dict[str, Any], profile: str, out: Result) -> None:
