@@ -15,7 +15,8 @@ This module plugs gnuq in on both sides:
   `GnuqCombined` (their sum) and `GnuqGradLogPSq` (‖∇θ log p‖²): sequence-level
   estimators built with `gnuq_core.estimators.from_log_p_and_grad_sq`. All four are
   variances, so they are already "higher = more uncertain", the orientation of
-  `gnuq_core.qa.scores` too.
+  `gnuq_core.qa.scores` too. (p (1 − p) peaks at p = ½: among answers with p < ½, the
+  typical case for a whole sequence, a less probable answer gets a *smaller* aleatoric value.)
 
 Options of the estimators: ``group`` takes the norm of one parameter group of the
 calculator (it needs ``per_group=True`` and that group in ``groups``); ``normalized`` uses the

@@ -133,3 +133,22 @@ def test_loader_errors_name_the_fix() -> None:
         "GnuqCombined(group=all, normalized)"
     sc = pg.stat_calculator_container(per_group=True)
     assert (sc.builder, sc.stats, sc.dependencies) == (MODULE, pg.STATS, pg.DEPENDENCIES)
+
+
+def test_the_docstring_yaml_loads_as_polygraph_eval_loads_it(wm) -> None:
+    """The module docstring's YAML, turned into calculators and estimators the way polygraph_eval's
+    get_stat_calculator_names / get_ue_methods do."""
+    from lm_polygraph.utils.factory_stat_calculator import FactoryStatCalculator
+
+    yaml_text = pg.__doc__.split("YAML (its loaders call this module's `load_stat_calculator` and\n"
+                                 "`load_estimator`)::\n")[1].split("\n\nIn Python")[0]
+    config = OmegaConf.create(yaml_text.replace("\n    ", "\n"))
+    (entry,) = [c for c in config.stat_calculators if c != "auto"]
+    sc = StatCalculatorContainer(name=entry.name, cfg=entry.cfg, stats=entry.stats,
+                                 dependencies=entry.dependencies, builder=entry.builder)
+    (calc,) = FactoryStatCalculator(BuilderEnvironmentStatCalculator(wm))([sc])
+    assert isinstance(calc, pg.GradientNormCalculator) and calc.per_group and calc.groups == ["all", "last_block"]
+    assert list(entry.stats) == pg.STATS and list(entry.dependencies) == pg.DEPENDENCIES
+    factory = FactoryEstimator()
+    names = [str(factory(e.name, e.cfg if "cfg" in e else {})) for e in config.estimators]
+    assert names == ["GnuqEpistemic", "GnuqEpistemic(group=last_block)", "GnuqAleatoric"]
