@@ -206,14 +206,10 @@ display(result.tables["gradnorm"])
 # statistic over all pairs and the prediction-rejection ratio (PRR) by a direct formula for
 # the expected rejection curve with ties broken at random.
 #
-# LM-Polygraph 0.7.0 (whose estimators and PRR the project mirrors) was tried: it installs
-# beside the pinned set (`pip check` clean) and imports offline, but pulls about 70 further
-# packages (bitsandbytes, openai, fastapi, spacy, datasets, …, ≈ 630 MB) and takes about 30 s
-# to import, so it is not a dependency; the formulas above are the check. Two differences
-# from LM-Polygraph's code, measured once by hand: its PRR orders tied scores by row (the
-# project breaks ties at random in expectation), and its default `SemanticEntropy` is the
-# estimator of Kuhn et al. (2023) with unnormalised class probabilities, not Farquhar et
-# al.'s (2024).
+# LM-Polygraph's own metric code judges the same scores in the next section. Two
+# differences from its code: its PRR orders tied scores by `np.argsort` (the project breaks
+# ties at random in expectation), and its default `SemanticEntropy` is the estimator of
+# Kuhn et al. (2023) with unnormalised class probabilities, not Farquhar et al.'s (2024).
 
 # %%
 display(*result.data["baseline_notes"], result.tables["baselines"])  # notes: runs without labels
@@ -230,6 +226,34 @@ if "metrics" in result.tables:
 # cache), two float32 computations of the same number. AUROC and PRR agree to
 # {glue:text}`xc_metric_err:.1e` (tolerance 10⁻⁹), tied scores included.
 # Verdict: {glue:text}`xc_base_agree`.
+
+# %% [markdown]
+# (xcheck-polygraph)=
+# ## gnuq inside LM-Polygraph
+#
+# LM-Polygraph {cite}`fadeeva2023lmpolygraph` compares uncertainty estimators for LLMs
+# through stat calculators (the expensive passes) and estimators (cheap functions of them).
+# `gnuq_core.integrations.polygraph` adds a calculator that runs gnuq's forward-backward
+# pass on LM-Polygraph's `WhiteboxModel` and estimators for epistemic, aleatoric, combined
+# and $\lVert\nabla_\theta\log p\rVert^2$, usable from `polygraph_eval`'s YAML or
+# `UEManager` (the module's docstring has the configuration; the `polygraph` extra installs
+# LM-Polygraph with `--no-deps`, and `pyproject.toml` says why). Here LM-Polygraph's own
+# metric code ranks the stored answers' scores, per run: ROC-AUC for flagging a wrong
+# answer, and the prediction-rejection area normalised between a random and an oracle order
+# as its `UEManager` computes it (`gnuq_core.crosscheck.polygraph`).
+
+# %%
+display(result.tables["polygraph"])
+
+# %% [markdown]
+# Best by LM-Polygraph's normalised PRR, per run: {glue:md}`xc_pg_top`. Over
+# {glue:text}`xc_pg_runs` runs its ROC-AUC equals the project's AUROC to
+# {glue:text}`xc_pg_auroc_err:.1e` (tolerance 10⁻⁹, every score), and its normalised PRR the
+# project's to {glue:text}`xc_pg_prr_err:.3f` ({glue:text}`xc_pg_prr_n` score × run pairs;
+# tolerance 0.03, because LM-Polygraph estimates the random order's area from 1,000
+# shuffles). The PRRs of scores with more than 1% tied answers are shown but not compared:
+# LM-Polygraph orders tied answers by position, the project averages over their orders.
+# Verdict: {glue:text}`xc_pg_agree`.
 
 # %% [markdown]
 # ## Summary

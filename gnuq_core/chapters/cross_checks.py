@@ -249,6 +249,7 @@ def _baselines(p: Params, runs: dict[tuple[str, str], list[dict[str, Any]]], out
         try:
             items = {it.id: it for it in qa_data.load_qa(d)}
             table = study.score_table(recs, items)
+            out.data.setdefault("score_tables", {})[f"{m} · {d}"] = table
             metric_tabs.append(xbase.compare_metrics(table, list(xbase.BASELINES) + list(METRIC_SCORES),
                                                      label=f"{m} · {d}"))
         except (FileNotFoundError, KeyError, ValueError) as err:  # no question file: scores only
@@ -272,6 +273,44 @@ def _baselines(p: Params, runs: dict[tuple[str, str], list[dict[str, Any]]], out
                                            metrics["agrees"].all() if len(metrics) else True)
 
 
+def _polygraph(out: Result) -> None:
+    """The stored runs' scores ranked by LM-Polygraph's own ROC-AUC and normalised PRR, and
+    checked against the project's numbers (`gnuq_core.crosscheck.polygraph`)."""
+    from IPython.display import Markdown
+
+    import pandas as pd
+
+    from gnuq_core.crosscheck import agreement, polygraph
+    from gnuq_core.qa import scores
+    from gnuq_core.repro import display as book
+
+    tables = out.data.get("score_tables", {})
+    if not polygraph.available() or not tables:
+        why = ("LM-Polygraph is not installed (`pip install --no-deps` the `polygraph` extra: see pyproject.toml)"
+               if not polygraph.available() else "no stored QA records with labels")
+        out.tables["polygraph"] = Markdown(f"*Not run in this build: {why}.*")
+        out.values.update(xc_pg_runs=0, xc_pg_auroc_err=float("nan"), xc_pg_prr_err=float("nan"), xc_pg_prr_n=0,
+                          xc_pg_agree="not run", xc_pg_top=Markdown("not run in this build"))
+        return
+    ranked = scores.names(kind=("estimator", "decomposition", "baseline"))  # chapter 06's AUROC table's scores
+    rows = agreement.frame([r for label, t in tables.items()
+                            for r in polygraph.polygraph_metrics(t, ranked, label=label).to_dict("records")])
+    out.data.setdefault("frames", {})["polygraph"] = rows
+    ranking = pd.concat([polygraph.polygraph_ranking(t, ranked, label=label) for label, t in tables.items()],
+                        ignore_index=True)
+    out.tables["polygraph"] = book.table(
+        ranking, {"case": "run", "score": "score", "answers": ("answers", "d"), "ties": ("tied answers", "d"),
+                  "ROC-AUC": ("ROC-AUC", ".3f"), "PRR": ("PRR, normalised", ".3f")},
+        caption="The stored answers' scores ranked by LM-Polygraph's own metric code, per run (best PRR first)")
+    is_auroc = rows["quantity"] == "AUROC"
+    out.values.update(
+        xc_pg_runs=len(tables), xc_pg_auroc_err=float(rows.loc[is_auroc, "max_rel_error"].max()),
+        xc_pg_prr_err=float(rows.loc[~is_auroc, "max_rel_error"].max()) if (~is_auroc).any() else float("nan"),
+        xc_pg_prr_n=int((~is_auroc).sum()), xc_pg_agree=_verdict(rows["agrees"].all()),
+        xc_pg_top=Markdown("; ".join(f"{r['case']}: `{r['score']}` ({r['PRR']:.3f})"
+                                     for _, r in ranking.groupby("case").head(1).iterrows())))
+
+
 def run(p: Params, qa_root: str | Path | None = None) -> Result:
     """Every cross-check of the chapter, in the page's order, and its summary.
 
@@ -289,8 +328,10 @@ def run(p: Params, qa_root: str | Path | None = None) -> Result:
     Result
         ``values``: the glued numbers and verdicts (``xc_*``); ``tables``: ``laplace``,
         ``spectra``, ``slq``, ``gradnorm``, ``baselines`` (a note when there are no stored
-        records) and ``metrics`` (only when some run has labels); ``data``: ``frames`` (the
-        agreement frames by table name) and ``baseline_notes`` (runs compared without labels).
+        records), ``metrics`` (only when some run has labels) and ``polygraph`` (LM-Polygraph's
+        metric code on the labelled runs, or a note); ``data``: ``frames`` (the agreement
+        frames by table name), ``baseline_notes`` (runs compared without labels) and
+        ``score_tables`` (the labelled runs' score tables).
     """
     from gnuq_core.crosscheck import baselines as xbase
 
@@ -301,6 +342,7 @@ def run(p: Params, qa_root: str | Path | None = None) -> Result:
     runs = xbase.stored_runs(qa_root)
     _gradnorm(p, runs, out)
     _baselines(p, runs, out)
+    _polygraph(out)
     frames = list(out.data.setdefault("frames", {}).values())
     out.values.update(xc_rows=sum(len(f) for f in frames),
                       xc_disagree=int(sum((~f["agrees"].astype(bool)).sum() for f in frames)),

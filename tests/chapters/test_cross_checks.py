@@ -69,7 +69,14 @@ def test_every_comparison_agrees_and_is_glued(ran) -> None:
 
 
 def test_tables_and_the_run_without_labels(ran) -> None:
-    assert list(ran.tables) == ["laplace", "spectra", "slq", "gradnorm", "baselines", "metrics"]
+    assert list(ran.tables) == ["laplace", "spectra", "slq", "gradnorm", "baselines", "metrics", "polygraph"]
+    from gnuq_core.crosscheck import polygraph
+
+    if polygraph.available():  # the polygraph extra: LM-Polygraph ranks the labelled run's scores
+        assert ran.values["xc_pg_runs"] == 1 and ran.values["xc_pg_agree"] == "all agree"
+        assert "m · triviaqa" in repr(ran.tables["polygraph"]) and ran.values["xc_pg_auroc_err"] <= 1e-9
+    else:
+        assert "LM-Polygraph is not installed" in ran.tables["polygraph"].data
     assert len(ran.data["frames"]["laplace"]) == 5  # f, GGN, Hessian, ‖∇θ p‖², GLM predictive
     notes = [n.data for n in ran.data["baseline_notes"]]
     assert len(notes) == 1 and notes[0].startswith("*m · truthfulqa: no labels")
