@@ -44,6 +44,8 @@ def test_the_page_glues_what_the_chapters_compute() -> None:
     text = PAGE.read_text()
     typed = re.findall(r"(?<![\w.`/-])0\.\d{2,}", text)
     assert not typed, f"numbers typed into the page instead of glued: {typed}"
+    bare = re.findall(r"\{glue:text\}`[^`]*::\w+`", text)
+    assert not bare, f"glue:text from another page needs a format (':s' for text), or myst-nb misreads the key: {bare}"
     for doc, key in re.findall(r"_generated/(\d\d_\w+)\.ipynb::(\w+)", text):
         source = (PAGE.parents[1] / "notebooks" / f"{doc}.py").read_text()
         chapter = (PAGE.parents[1] / "gnuq_core" / "chapters").glob("*.py")
