@@ -39,8 +39,8 @@ PIP_NOISE := 2> >(grep -v 'is ignored: it is neither a file nor a directory' >&2
 
 # The polygraph extra installed with --no-deps (pyproject.toml says why): its pins, and its
 # package names, whose declared-but-unneeded dependencies pip check must not count as broken.
-POLYGRAPH_PINS := import tomllib; print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["polygraph"]))
-POLYGRAPH_NAMES := import re, tomllib; print("|".join(re.split("[=<>]", p)[0] for p in tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["polygraph"]))
+POLYGRAPH_PINS := import tomllib; print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['polygraph']))
+POLYGRAPH_NAMES := import re, tomllib; print('|'.join(re.split('[=<>]', p)[0] for p in tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['polygraph']))
 
 $(SETUP_STAMP): pyproject.toml
 	@set -e; start=$$(date +%s); \
