@@ -149,16 +149,19 @@ glue_figure("fig_floor", efficiency.figure_floor(result))
 # Dotted: forward + an ordinary backward; dashed: the target.
 # ```
 #
-# The cheaper variants need a backward only through part of the network (the last
-# block; or none at all for the LM head, whose gradient norm comes from the Gram
-# matrices), but they still pay the full forward, so they cannot go below 1.
+# The cheaper variants still pay the full forward, so they cannot go below 1. The last
+# block needs a backward through that block only. The LM head would need none (its
+# gradient norm comes from two Gram matrices) if it were its own matrix, but both models
+# here tie it to the input embedding: its gradient then includes the embedding rows of
+# the prompt and answer tokens, and the backward runs through every layer to reach them
+# (the table below).
 #
 # (efficiency-variants)=
 # ### What each variant costs
 #
-# Seconds, cost in no-grad forwards and peak extra memory of each variant (the memory
-# is measured in a separate process; a fraction of one fp32 gradient of the model shows
-# that no variant stores a parameter-sized gradient). Per model: {glue:text}`variant_cost_list`.
+# Cost in no-grad forwards, seconds and peak extra memory of each variant (the memory is
+# measured in a separate process; as a fraction of one fp32 gradient of the model, it
+# shows that no variant stores a parameter-sized gradient). Per model: {glue:text}`variant_cost_list`.
 # Chapter 06 measures how well each variant ranks answers, and the
 # [practitioner's page](../practice.md) puts the two together.
 

@@ -53,7 +53,8 @@ VARIANTS = {"gradient": "all parameters", "gradient_no_embeddings": "all but the
 
 def variant_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
     """Per model and variant of the epistemic score (the parameters its gradient covers):
-    median seconds, cost in no-grad forwards with its interval, and peak extra memory.
+    cost in no-grad forwards (with its interval, as text, and alone), median seconds, and
+    peak extra memory.
 
     Variants that were not timed are left out; memory is NaN where it was not measured.
     """
@@ -67,8 +68,9 @@ def variant_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
             if key not in passes or not r:
                 continue
             extra = peak.get(key)
-            rows.append({"model": spec, "gradient over": words, "median (s)": passes[key]["median"],
-                         "÷ forward": r["median"], "95% CI": f"[{r['ci'][0]:.2f}, {r['ci'][1]:.2f}]",
+            rows.append({"model": spec, "gradient over": words,
+                         "÷ forward [95% CI]": f"{r['median']:.2f} [{r['ci'][0]:.2f}, {r['ci'][1]:.2f}]",
+                         "÷ forward": r["median"], "median (s)": passes[key]["median"],
                          "extra peak memory (MB)": extra / 1e6 if extra is not None else float("nan"),
                          "÷ one fp32 gradient": extra / one if extra is not None and one else float("nan")})
     return rows

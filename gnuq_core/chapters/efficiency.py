@@ -221,8 +221,12 @@ def _variants(res: dict[str, Any], out: Result) -> None:
     """Cost and peak memory of each variant of the epistemic score (full, no embeddings,
     last block, LM head), the table chapter 06 and the practitioner's page show."""
     rows = report.variant_rows(res)
-    out.tables["variants"] = rows_table(rows, {"÷ one fp32 gradient": ".3f"},
-                                        caption="What each variant of the epistemic score costs")
+    shown = [{"model": r["model"], "gradient over": r["gradient over"], "÷ forward [95% CI]": r["÷ forward [95% CI]"],
+              "median (s)": r["median (s)"],
+              "extra peak memory, MB (÷ one fp32 gradient)": (
+                  f"{r['extra peak memory (MB)']:.0f} ({r['÷ one fp32 gradient']:.3f})"
+                  if np.isfinite(r["extra peak memory (MB)"]) else "not measured")} for r in rows]  # fits 1280 px
+    out.tables["variants"] = rows_table(shown, caption="What each variant of the epistemic score costs")
     by = {(r["model"], r["gradient over"]): r for r in rows}
     full = [r for r in rows if r["gradient over"] == report.VARIANTS["gradient"]]
     last = [by.get((r["model"], report.VARIANTS["gradient_last_block"])) for r in full]
