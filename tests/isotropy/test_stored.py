@@ -11,6 +11,7 @@ import pytest
 from gnuq_core.isotropy import damping
 from gnuq_core.isotropy import stored
 from gnuq_core.store import ResultsDisagree, Store
+from tests.store.conftest import another_platform
 
 MLP = dict(seed=0, n_train=30, steps=20, weight_decay=1e-3, n_probes=2, m=5, n_query=3, n_grid=3)
 
@@ -25,7 +26,7 @@ def store(monkeypatch, tmp_path):
 def _elsewhere(store: Store) -> Store:
     """The same store read on another platform (a simulated CPU without AVX-512)."""
     other = Store(store.root, label=store.label)
-    other._fingerprint = {**store.fingerprint, "jax_isa": "AVX2", "torch_isa": "AVX2"}
+    other._fingerprint = another_platform(store.fingerprint)
     return other
 
 

@@ -15,6 +15,7 @@ from gnuq_core.qa import study as qa_study
 from gnuq_core.qa.data import QAItem
 from gnuq_core.store import ResultsDisagree, Store
 
+from tests.store.conftest import another_platform
 from tests.tiny_models import byte_tokenizer, tiny_llama
 
 
@@ -181,7 +182,7 @@ def test_on_another_platform_a_record_is_checked_from_its_stored_answers(tmp_pat
     store = Store(tmp_path / "store", label="the test store")
     qa_study.run_dataset(lm, items, cfg, progress=False, store=store)
     elsewhere = Store(store.root, label=store.label)
-    elsewhere._fingerprint = {**store.fingerprint, "torch_isa": "AVX2"}
+    elsewhere._fingerprint = another_platform(store.fingerprint)
     generated: list[str] = []
     original = engine.question_record
     monkeypatch.setattr(engine, "question_record", lambda *a, **k: generated.append(1) or original(*a, **k))

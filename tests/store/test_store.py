@@ -10,7 +10,7 @@ import pytest
 from gnuq_core.repro.records import read_records
 from gnuq_core.store import ResultsDisagree, Store, StoreIncomplete, open_store
 from gnuq_core.store.contracts import Chaotic, GivenInputs, SeedSpread, Within
-from tests.store.conftest import demo_kind, write_code
+from tests.store.conftest import another_platform, demo_kind, write_code
 
 
 def _store(tmp_path: Path, **kw) -> Store:
@@ -132,7 +132,7 @@ def test_on_another_platform_the_foreign_rule_decides(tmp_path: Path, code_root:
     kind = demo_kind(code_root, Chaotic(Within(rtol=1e-2, atol=1e-9)))
     _store(tmp_path).items(kind, {}, ["a"], lambda i: {"v": 1.0})
     elsewhere = _store(tmp_path)
-    elsewhere._fingerprint = {**elsewhere.fingerprint, "cpu_isa": "AVX2", "jax_isa": "AVX2"}
+    elsewhere._fingerprint = another_platform(elsewhere.fingerprint)
     elsewhere.items(kind, {}, ["a"], lambda i: {"v": 1.003}, verify=1)  # bit-different, within the rule
     (check,) = elsewhere.checks()
     assert not check.same_platform and check.made_on != check.checked_on and check.largest < 1
