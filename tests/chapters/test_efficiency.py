@@ -30,6 +30,7 @@ from gnuq_core.chapters.base import profile_values  # noqa: E402
 from gnuq_core.chapters.base import ChapterError  # noqa: E402
 from gnuq_core.repro import claims  # noqa: E402
 
+from tests.chapters.glued import glued_names  # noqa: E402
 from tests.qa.test_data import write_fixture  # noqa: E402
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "07_efficiency.py"
@@ -54,16 +55,10 @@ def ran(tmp_path_factory):
         return efficiency.run(TINY, None, "smoke", data_dir=str(data)), root
 
 
-def glued_names() -> set[str]:
-    """Every value name the notebook's prose glues (``{glue:text}`` / ``{glue:md}`` roles), figures left out."""
-    names = set(re.findall(r"\{glue(?::text|:md)?\}`([A-Za-z0-9_]+)", NOTEBOOK.read_text()))
-    return {n for n in names if not n.startswith("fig_")}
-
-
 def test_every_value_the_page_glues_is_computed(ran) -> None:
     result, _ = ran
     quoted = set(profile_values(efficiency.Params()))  # the profiles' values the exercises quote (glue_values)
-    missing = glued_names() - set(result.values) - quoted
+    missing = glued_names(NOTEBOOK) - set(result.values) - quoted
     assert not missing, f"the page glues values run() does not compute: {sorted(missing)}"
     v = result.values
     assert (v["n_models"], v["n_q_total"], v["floor_n"], v["n_samples_used"]) == (2, 4, 2, 3)

@@ -34,6 +34,7 @@ from gnuq_core.qa import audit as qa_audit  # noqa: E402
 from gnuq_core.qa import data as qa_data  # noqa: E402
 from gnuq_core.store import Store  # noqa: E402
 
+from tests.chapters.glued import glued_names  # noqa: E402
 from tests.tiny_models import byte_tokenizer, tiny_gemma, tiny_llama  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings(  # a tiny random model's answers all hit the cap: constant columns
@@ -102,19 +103,10 @@ def ran(tmp_path_factory):
         return qa.run(TINY, Store(root / "results", label="the test store"), "smoke"), root
 
 
-def glued_names() -> set[str]:
-    """Every value name the notebook's prose glues (``{glue:text}`` / ``{glue:md}`` roles and
-    ``{glue}`` blocks), figures and other chapters' values (``:doc:``) left out."""
-    text = NOTEBOOK.read_text()
-    names = set(re.findall(r"\{glue(?::text|:md)?\}`([A-Za-z0-9_]+)", text))
-    names |= set(re.findall(r"```\{glue\} ([A-Za-z0-9_]+)\n(?!# :doc:)", text))
-    return {n for n in names if not n.startswith("fig_")}
-
-
 def test_every_value_the_page_glues_is_computed(ran) -> None:
     result, _ = ran
     quoted = set(profile_values(qa.Params()))  # the profiles' values the exercises quote (glue_values)
-    missing = glued_names() - set(result.values) - quoted
+    missing = glued_names(NOTEBOOK) - set(result.values) - quoted
     assert not missing, f"the page glues values run() does not compute: {sorted(missing)}"
     v = result.values
     assert (v["n_tfqa"], v["n_tqa"], v["n_tfqa_all"], v["n_tqa_all"], v["n_mc"], v["n_models"]) == (8, 8, 8, 8, 2, 2)
