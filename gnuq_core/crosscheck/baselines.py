@@ -28,7 +28,7 @@ takes ≈ 30 s to import, so it is not a dependency: these formulas are the chec
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,7 @@ import numpy as np
 from gnuq_core.crosscheck.agreement import compare, frame
 
 __all__ = ["TOL_SCORE", "TOL_TWO_PASSES", "TOL_METRIC", "BASELINES", "stored_runs", "independent_scores", "mann_whitney_auroc",
-           "expected_prr", "compare_scores", "compare_metrics"]
+           "expected_prr", "compare_scores", "labelled_scores", "compare_metrics"]
 
 TOL_SCORE = 2e-5
 """Stored values carry 7 significant digits; a sum of rounded terms vs a rounded sum. The
@@ -187,6 +187,21 @@ def compare_scores(records: Sequence[Mapping[str, Any]], *, label: str = "") -> 
     return frame(rows)
 
 
+def labelled_scores(table: Any, scores: Sequence[str]) -> Iterator[tuple[str, np.ndarray, np.ndarray, int]]:
+    """``(score, wrong, values, ties)`` for each score column of a
+    :func:`gnuq_core.qa.study.score_table` that exists and, on its rows with a finite value,
+    has at least two answers, right and wrong ones (``wrong`` is ``incorrect`` as 0/1 floats;
+    ``ties``: answers that share a value with another)."""
+    for k in scores:
+        if k not in table.columns:
+            continue
+        t = table[np.isfinite(table[k].astype(float))]
+        if len(t) < 2 or t["incorrect"].nunique() < 2:
+            continue
+        s = t[k].to_numpy(float)
+        yield k, t["incorrect"].to_numpy(float), s, int(len(s) - np.unique(s).size)
+
+
 def compare_metrics(table: Any, scores: Sequence[str], *, label: str = "") -> Any:
     """Agreement rows: :func:`gnuq_core.qa.auroc.auroc` / ``prr`` vs the independent ones, per score.
 
@@ -196,16 +211,9 @@ def compare_metrics(table: Any, scores: Sequence[str], *, label: str = "") -> An
     from gnuq_core.qa import auroc as au
 
     rows = []
-    for k in scores:
-        if k not in table.columns:
-            continue
-        t = table[np.isfinite(table[k].astype(float))]
-        if len(t) < 2 or t["incorrect"].nunique() < 2:
-            continue
-        y, s = t["incorrect"].to_numpy(float), t[k].to_numpy(float)
+    for k, y, s, ties in labelled_scores(table, scores):
         rows.append(compare("AUROC", au.auroc(y, s), mann_whitney_auroc(y, s), TOL_METRIC, case=label, score=k,
-                            theirs_by="Mann–Whitney, all pairs", ties=int(len(s) - np.unique(s).size)))
+                            theirs_by="Mann–Whitney, all pairs", ties=ties))
         rows.append(compare("PRR", au.prr(1 - y, s), expected_prr(1 - y, s), TOL_METRIC, case=label, score=k,
-                            theirs_by="expected rejection curve, direct formula",
-                            ties=int(len(s) - np.unique(s).size)))
+                            theirs_by="expected rejection curve, direct formula", ties=ties))
     return frame(rows)

@@ -19,9 +19,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from gnuq_core.crosscheck.agreement import compare, frame
+from gnuq_core.crosscheck.baselines import labelled_scores
 
 __all__ = ["AUROC_TOLERANCE", "PRR_TOLERANCE", "MAX_TIE_SHARE", "available", "polygraph_metrics",
            "polygraph_ranking"]
@@ -42,18 +41,6 @@ def available() -> bool:
     except ImportError:
         return False
     return True
-
-
-def _scored(table: Any, scores: Sequence[str]) -> Any:
-    """(score, wrong, values, ties) for every score column with finite values and both outcomes."""
-    for k in scores:
-        if k not in table.columns:
-            continue
-        t = table[np.isfinite(table[k].astype(float))]
-        if len(t) < 2 or t["incorrect"].nunique() < 2:
-            continue
-        s = t[k].to_numpy(float)
-        yield k, t["incorrect"].to_numpy(float), s, int(len(s) - np.unique(s).size)
 
 
 def _theirs(wrong: Any, s: Any) -> tuple[float, float]:
@@ -90,7 +77,7 @@ def polygraph_metrics(table: Any, scores: Sequence[str], *, label: str = "") -> 
     from gnuq_core.qa import auroc as au
 
     rows = []
-    for k, wrong, s, ties in _scored(table, scores):
+    for k, wrong, s, ties in labelled_scores(table, scores):
         auc, prr = _theirs(wrong, s)
         rows.append(compare("AUROC", au.auroc(wrong, s), auc, AUROC_TOLERANCE, case=label, score=k,
                             theirs_by="lm_polygraph ROCAUC", ties=ties))
@@ -112,6 +99,6 @@ def polygraph_ranking(table: Any, scores: Sequence[str], *, label: str = "") -> 
     import pandas as pd
 
     rows = [{"case": label, "score": k, "answers": len(s), "ties": ties, **dict(zip(("ROC-AUC", "PRR"), _theirs(w, s)))}
-            for k, w, s, ties in _scored(table, scores)]
+            for k, w, s, ties in labelled_scores(table, scores)]
     out = pd.DataFrame(rows, columns=["case", "score", "answers", "ties", "ROC-AUC", "PRR"])
     return out.sort_values("PRR", ascending=False, ignore_index=True)
