@@ -894,19 +894,24 @@ def run(p: Params, store: Any, profile: str) -> Result:
 # ----------------------------------------------------------------------------- figures
 
 
-def figure_lengths(result: Result, p: Params) -> Any:
-    """Histogram of answer lengths in tokens, one panel per dataset, one colour per model."""
+def _histograms(result: Result, p: Params, column: str, bins: Any, xlabel: str, *, sharey: bool = False) -> Any:
+    """Histogram of one score-table ``column``, one panel per dataset, one colour per model."""
     tables = result.data["tables"]
-    fig, axes = book.subplots(1, len(DATASETS), panel_height=3.0, sharey=True, squeeze=False)
+    fig, axes = book.subplots(1, len(DATASETS), panel_height=3.0, sharey=sharey, squeeze=False)
     for ax, d in zip(axes[0], DATASETS):
         for name in p.models:
-            ax.hist(tables[name, d]["n_tokens"], bins=np.arange(0.5, p.max_new_tokens + 1.5), alpha=0.6,
-                    label=short(name))
+            ax.hist(tables[name, d][column], bins=bins, alpha=0.6, label=short(name))
         ax.set_title(NAMES[d])
-        ax.set_xlabel("answer length (tokens)")
+        ax.set_xlabel(xlabel)
     axes[0, 0].set_ylabel("answers")
     axes[0, 0].legend()
     return fig
+
+
+def figure_lengths(result: Result, p: Params) -> Any:
+    """Histogram of answer lengths in tokens, one panel per dataset, one colour per model."""
+    return _histograms(result, p, "n_tokens", np.arange(0.5, p.max_new_tokens + 1.5), "answer length (tokens)",
+                       sharey=True)
 
 
 def figure_roc(result: Result, p: Params) -> Any:
@@ -950,16 +955,7 @@ def figure_layers(result: Result, p: Params) -> Any:
 
 def figure_scales(result: Result, p: Params) -> Any:
     """Histogram of the raw epistemic score log10 ‖∇p‖², one panel per dataset, one colour per model."""
-    tables = result.data["tables"]
-    fig, axes = book.subplots(1, len(DATASETS), panel_height=3.0, squeeze=False)
-    for ax, d in zip(axes[0], DATASETS):
-        for name in p.models:
-            ax.hist(tables[name, d]["epistemic"], bins=15, alpha=0.6, label=short(name))
-        ax.set_title(NAMES[d])
-        ax.set_xlabel("log10 ‖∇θ p‖²")
-    axes[0, 0].set_ylabel("answers")
-    axes[0, 0].legend()
-    return fig
+    return _histograms(result, p, "epistemic", 15, "log10 ‖∇θ p‖²")
 
 
 def figure_scale(result: Result, p: Params) -> Any:
