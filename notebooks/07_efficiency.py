@@ -189,34 +189,54 @@ glue_figure("fig_speedup", efficiency.figure_speedup(result))
 # band: the paper's 46–107×.
 # ```
 #
-# **C8.** Per model, over the fastest sampling baseline: {glue:md}`c8_per_model`. The
-# claim has to hold for every model, so it is judged on the least favourable one,
-# {glue:md}`c8_model`: {glue:text}`c8_value:.1f`× (95% CI
-# {glue:text}`c8_lo:.1f`–{glue:text}`c8_hi:.1f`); verdict: **{glue:md}`c8_verdict`**. Over
-# semantic entropy with N = {glue:text}`n_samples_used` the speed-up is
-# {glue:text}`se_speedup_min:.1f`–{glue:text}`se_speedup_max:.1f`× across models. The
-# zero-shot P(True) costs one forward over a short prompt, which is close to or below the
-# gradient pass (speed-up {glue:text}`p1_speedup:.2f`×).
+# Each sampling baseline is timed twice: **optimised**, as this project runs it (the N
+# answers sampled as one batch sharing the prompt's KV cache, MiniLM clustering in one
+# batched call, a zero-shot P(True) prompt), and as its **reference** implementation runs
+# it (Kuhn et al. 2023; Farquhar et al. 2024): the N answers sampled one at a time, each
+# with its own prefill; semantic clusters by bidirectional entailment with a
+# DeBERTa-large-MNLI cross-encoder, one pair per forward pass, compared in the reference
+# loop's order ({glue:md}`nli_comparison_range` per question here, counted on the
+# samples' clusters, times one timed comparison); and P(True) with
+# {glue:text}`p_true_shots_used` worked examples before the question and its brainstormed
+# answers ({glue:md}`fewshot_tokens`, timed once per question). No DeBERTa weights install
+# offline, so the cross-encoder has **random weights of the same architecture and size**
+# (406M parameters): its decisions would be meaningless, but its cost is the reference's,
+# and the number of comparisons comes from the real clusters.
 #
-# Why our speed-up is lower than the paper's, without slowing the baselines down (we
-# attribute the gap to these, in decreasing order of how much we expect them to matter):
+# **C8, as the paper words it** (each baseline as its reference implementation runs it; the
+# claim must hold against every baseline on every model, so it is judged on the cheapest
+# baseline on the least favourable model, {glue:md}`c8_reference_model`):
+# {glue:text}`c8_reference_value:.1f`× (95% CI
+# {glue:text}`c8_reference_lo:.1f`–{glue:text}`c8_reference_hi:.1f`); verdict:
+# **{glue:md}`c8_reference_verdict`**. Per model: {glue:md}`c8_reference_per_model`.
 #
-# - **Batched sampling with a KV cache.** Our sampler draws the N answers as one batch
-#   that shares every decoding step; a loop that samples one answer at a time (as
-#   research code for semantic entropy commonly does) pays N times the decoding latency.
-#   On a GPU a batched step costs little more than a single one.
-# - **Short answers.** Answers here are a few tokens to a few dozen; decoding cost grows
-#   with the number of generated tokens times N, the gradient pass only with prompt +
-#   answer length. Longer answers widen the gap.
-# - **Cheap clustering.** Semantic entropy here clusters with a small sentence encoder
-#   (MiniLM, 22M parameters) in one batched call; the original method asks an NLI model
-#   (DeBERTa-large) about pairs of answers, up to O(N²) forward passes.
-# - **No few-shot P(True) prompt.** P(True) in its reference implementations prepends
-#   worked examples (a prompt of thousands of tokens); ours is zero-shot, and cost grows
-#   linearly with prompt length (figure below).
-# - **Small models on a CPU.** Sequential decoding is latency-bound on a GPU (each step
-#   waits for the previous one) while a forward-backward over a short sequence is one
-#   burst of large matrix products; on a CPU both are compute-bound, which narrows the gap.
+# **C8, conservatively** (the fastest of this project's optimised baselines, on
+# {glue:md}`c8_optimised_model`): {glue:text}`c8_optimised_value:.1f`× (95% CI
+# {glue:text}`c8_optimised_lo:.1f`–{glue:text}`c8_optimised_hi:.1f`); verdict:
+# **{glue:md}`c8_optimised_verdict`**. Per model: {glue:md}`c8_optimised_per_model`. Over
+# optimised semantic entropy with N = {glue:text}`n_samples_used` the speed-up is
+# {glue:text}`se_speedup_min:.1f`–{glue:text}`se_speedup_max:.1f`× across models; the
+# zero-shot P(True) costs one forward over a short prompt, close to the gradient pass
+# (speed-up {glue:text}`p1_speedup:.2f`×). The ledger shows both readings; its verdict is
+# the first one's.
+#
+# ### Where the gap comes from, measured
+#
+# Each row is one difference between the reference and the optimised baselines, and how
+# much it multiplies the speed-up: the cost of the baseline with it ÷ without it, paired
+# within a round (median over rounds, 95% interval over questions).
+
+# %%
+display(result.tables["gap"])
+
+# %% [markdown]
+# Measured: {glue:md}`gap_list`. Two causes are not measured here. **Answer length:**
+# answers are a few tokens to a few dozen (capped at 32); decoding cost grows with the
+# number of tokens times N, the gradient pass only with prompt + answer length (the
+# answer-length sweep below), so longer answers widen the gap further. **Model size and
+# hardware:** on a GPU, sequential decoding is latency-bound while a forward-backward over
+# a short sequence is one burst of large matrix products; on this CPU both are
+# compute-bound. `scripts/gpu_bench.sh` records the same tables on a GPU.
 #
 # ## Records per hour: the whole QA pipeline
 #
@@ -328,11 +348,11 @@ for name in ("gpu_floor", "gpu_speedup"):  # only where bench/gpu_results.json i
 #   {glue:md}`floor_model_0` (all models: {glue:md}`floor_list`); its extra peak memory is
 #   at most {glue:text}`mem_worst_frac:.3f` of one fp32 gradient (target:
 #   {glue:md}`mem_verdict`).
-# - It is {glue:text}`c8_value:.1f`× faster than the fastest sampling baseline on the
-#   least favourable model (C8: {glue:md}`c8_verdict`). We attribute the gap to the
-#   paper's 46–107× mainly to how the baselines are run here (batched sampling, short
-#   answers, a cheap clusterer); the estimator's own cost is its ratio to the floor in the
-#   first point.
+# - Against the baselines as their reference implementations run them it is
+#   {glue:text}`c8_reference_value:.1f`× faster on the least favourable model and baseline
+#   (C8: {glue:md}`c8_reference_verdict`); against this project's fastest optimised baseline
+#   only {glue:text}`c8_optimised_value:.1f`× ({glue:md}`c8_optimised_verdict`). The
+#   difference is measured, cause by cause: {glue:md}`gap_list`.
 # - The whole QA pipeline produces {glue:md}`rph_list`; the full study would take about
 #   {glue:text}`campaign_best_hours:.1f` h on this machine ({glue:md}`campaign_best_layout`).
 # ````

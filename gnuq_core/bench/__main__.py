@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gnuq_core.bench.config import BenchConfig
+from gnuq_core.lm.entailment import NLI_ARCHITECTURES
 from gnuq_core.options import MAX_SIZE, OPTIONS, OneLineParser, Rule, flag, output_path, run_command
 from gnuq_core.repro.files import write_atomic
 from gnuq_core.repro.records import check_output_path
@@ -54,6 +55,12 @@ def _parser(prog: str = "gnuq bench") -> argparse.ArgumentParser:
     p.add_argument("--qa-samples", type=flag("n_samples"), default=d.qa_n_samples, help="N of the records/hour runs (default 10)")
     p.add_argument("--qa-max-new-tokens", type=flag("max_new_tokens"), default=d.qa_max_new_tokens)
     p.add_argument("--skip", nargs="*", default=[], help="timed passes to leave out, e.g. reference")
+    p.add_argument("--no-reference", action="store_true",
+                   help="do not time the baselines as their reference implementations run them")
+    p.add_argument("--nli-architecture", default=d.nli_architecture, choices=sorted(NLI_ARCHITECTURES),
+                   help="cross-encoder of the reference entailment clustering (random weights)")
+    p.add_argument("--p-true-shots", type=flag(Rule(minimum=0, maximum=100, integer=True)), default=d.p_true_shots,
+                   help="worked examples of the reference few-shot P(True) prompt (default 20)")
     p.add_argument("--device", default=d.device)
     p.add_argument("--dtype", default=d.dtype)
     p.add_argument("--threads", type=flag("threads"), default=None, help="torch threads of the pass timings")
@@ -120,7 +127,8 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
                       throughput_questions=args.throughput_questions,
                       layouts=[list(x) for x in args.layouts], qa_n_samples=args.qa_samples,
                       qa_max_new_tokens=args.qa_max_new_tokens, device=args.device, dtype=args.dtype,
-                      threads=args.threads, seed=args.seed)
+                      threads=args.threads, seed=args.seed, reference=not args.no_reference,
+                      nli_architecture=args.nli_architecture, p_true_shots=args.p_true_shots)
     if args.quick:
         cfg.n_questions, cfg.repeats, cfg.sweep_repeats = 1, 1, 1
         cfg.answer_lengths, cfg.prompt_lengths, cfg.ladder, cfg.memory = [4, 16, 64], [32, 128, 256], [], False
@@ -132,6 +140,7 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
         cfg.answer_lengths, cfg.prompt_lengths, cfg.sweep_repeats = [2, 4], [16, 32], 1
         cfg.ladder, cfg.ladder_repeats, cfg.memory_repeats = [[32, 1], [64, 2]], 1, 1
         cfg.qa_n_samples, cfg.qa_max_new_tokens = 3, 6
+        cfg.nli_architecture, cfg.p_true_shots = "tiny", 2
     return cfg
 
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gnuq_core.lm.entailment import NLI_ARCHITECTURES
+
 __all__ = ["BenchConfig", "GRAD_GROUPS", "TARGET_GRAD_OVER_FORWARD", "TARGET_MEMORY_FRACTION", "PAPER_SPEEDUP",
-           "SCHEMA", "PASS_NAMES"]
+           "SCHEMA", "PASS_NAMES", "REFERENCE_PASSES"]
 
 SCHEMA = 2
 GRAD_GROUPS = ("no_embeddings", "last_block", "lm_head")
@@ -18,7 +20,9 @@ TARGET_MEMORY_FRACTION = 0.5
 PAPER_SPEEDUP = (46.0, 107.0)
 # Every timed pass (see gnuq_core.bench.passes); ``decode`` only where the engine has it.
 PASS_NAMES = ("generate", "forward", "gradient", *(f"gradient_{g}" for g in GRAD_GROUPS), "reference", "sample",
-              "decode", "cluster", "p_true", "p_true_reference")
+              "decode", "cluster", "p_true", "p_true_reference", "sample_sequential", "nli_check", "p_true_fewshot")
+# The baselines as their reference implementations run them (``BenchConfig.reference``).
+REFERENCE_PASSES = ("sample_sequential", "nli_check", "p_true_fewshot")
 
 
 @dataclass
@@ -71,6 +75,17 @@ class BenchConfig:
     qa_n_samples, qa_max_new_tokens : int
         N and the token cap of the records/hour runs (the QA study's full profile: 10, 32;
         temperature, P(True) and clustering as in the study).
+    reference : bool
+        Also time the baselines as their reference implementations run them: N answers
+        sampled one at a time (``sample_sequential``), one bidirectional-entailment
+        comparison of a DeBERTa-large-MNLI-sized cross-encoder (``nli_check``; the
+        clustering costs as many as the reference loop makes), and few-shot P(True)
+        (``p_true_fewshot``, timed once per question). Text models only, except the
+        sequential sampling.
+    nli_architecture : str
+        The cross-encoder's architecture (`gnuq_core.lm.entailment.NLI_ARCHITECTURES`).
+    p_true_shots : int
+        Worked examples in the few-shot P(True) prompt (Farquhar et al. 2024 use 20).
     device : str
     dtype : str
     threads : int or None
@@ -102,6 +117,9 @@ class BenchConfig:
     layouts: list[list[int]] = field(default_factory=lambda: [[1, 2], [2, 1]])
     qa_n_samples: int = 10
     qa_max_new_tokens: int = 32
+    reference: bool = True
+    nli_architecture: str = "deberta-large-mnli"
+    p_true_shots: int = 20
     device: str = "cpu"
     dtype: str = "float32"
     threads: int | None = None
@@ -114,5 +132,9 @@ class BenchConfig:
         unknown = sorted(set(self.skip) - set(PASS_NAMES))
         if unknown:
             raise ValueError(f"skip={unknown}: no such timed pass; the passes are {', '.join(PASS_NAMES)}")
+        if self.nli_architecture not in NLI_ARCHITECTURES:
+            raise ValueError(f"nli_architecture={self.nli_architecture!r}: known are {', '.join(NLI_ARCHITECTURES)}")
+        if not 0 <= self.p_true_shots <= 100:
+            raise ValueError(f"p_true_shots={self.p_true_shots}: use 0-100 worked examples (the reference uses 20)")
         if self.n_questions < 1:
             raise ValueError(f"n_questions={self.n_questions}: time at least one question per dataset")

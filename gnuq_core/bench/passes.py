@@ -27,7 +27,23 @@ pass                        engine function
                             QA engine runs it)
 ``p_true_reference``        `gnuq_core.lm.baselines.p_true` on the question with the N samples as
                             brainstormed candidates (the reference implementation's prompt)
+``sample_sequential``       `gnuq_core.lm.decoding.sample_answers` called N times for one answer
+                            each (a prefill per answer, no shared batch), as reference code
+                            samples for semantic entropy
+``nli_check``               `gnuq_core.lm.entailment.EntailmentClusterer.check`: one comparison of
+                            the reference entailment loop (two forwards of a DeBERTa-large-MNLI-
+                            sized cross-encoder, random weights: same cost)
+``p_true_fewshot``          `gnuq_core.lm.baselines.p_true` on the reference implementation's
+                            few-shot prompt (worked examples, then the question with the samples
+                            and the greedy answer as brainstormed candidates); timed once per
+                            question (:data:`ONCE`)
 ==========================  =========================================================================
+
+The last three (``BenchConfig.reference``, text models; synthetic ones time only the
+sequential sampling) are the baselines as their reference implementations run them. The
+reference semantic entropy clusters with as many entailment comparisons as its loop makes
+for the samples' clusters (`gnuq_core.lm.entailment.reference_comparisons`), so each round
+also records the derived ``nli_cluster`` = ``nli_check`` × that count (:data:`DERIVED`).
 
 Synthetic-question models (no text tokenizer) time the two P(True) passes as
 `gnuq_core.lm.gradient.answer_log_probs` over random ids as long as the P(True) prompt,
@@ -54,7 +70,8 @@ from gnuq_core.bench.config import GRAD_GROUPS, BenchConfig
 from gnuq_core.bench.questions import Question, limits, prepare_question
 from gnuq_core.bench.subjects import Subject
 
-__all__ = ["Pass", "make_passes", "time_questions", "clusterer_for", "REQUIRED", "ENGINE_PASSES"]
+__all__ = ["Pass", "make_passes", "time_questions", "clusterer_for", "nli_clusterer", "REQUIRED", "ENGINE_PASSES",
+           "ONCE", "DERIVED"]
 
 # Passes that cannot be skipped: the estimator, the floor and the baselines.
 REQUIRED = ("generate", "forward", "gradient", "sample", "cluster", "p_true")
@@ -62,6 +79,10 @@ REQUIRED = ("generate", "forward", "gradient", "sample", "cluster", "p_true")
 # ``Score.passes``) -> the pass here that runs the same engine function.
 ENGINE_PASSES = {"generate": "generate", "gradient": "gradient", "p_true": "p_true", "sample": "sample",
                  "cluster": "cluster", "group_gradient": "gradient"}
+# Passes timed in the first repeat of a question only (their time stands for every round).
+ONCE = ("p_true_fewshot",)
+# Per-round costs derived from a timed pass: name -> (timed pass, Question attribute it is multiplied by).
+DERIVED = {"nli_cluster": ("nli_check", "nli_comparisons")}
 
 
 @dataclass(frozen=True)
@@ -77,6 +98,9 @@ class Pass:
     kwargs : dict
     seed_kw : str or None
         Keyword that takes a seed: repeat ``r`` adds ``1000 * r`` to it (fresh samples).
+    calls : int
+        Calls per run (one answer at a time: call ``i`` adds ``i`` to the seed); the results
+        come back as one list.
     """
 
     name: str
@@ -84,12 +108,19 @@ class Pass:
     args: tuple = ()
     kwargs: dict[str, Any] = field(default_factory=dict)
     seed_kw: str | None = None
+    calls: int = 1
 
     def __call__(self, rep: int = 0) -> Any:
         kw = dict(self.kwargs)
         if self.seed_kw is not None:
             kw[self.seed_kw] = kw.get(self.seed_kw, 0) + 1000 * rep
-        return self.func(*self.args, **kw)
+        if self.calls == 1:
+            return self.func(*self.args, **kw)
+        out: list[Any] = []
+        for i in range(self.calls):
+            call_kw = {**kw, self.seed_kw: kw[self.seed_kw] + i} if self.seed_kw is not None else kw
+            out.extend(self.func(*self.args, **call_kw))
+        return out
 
     @property
     def function(self) -> str:
@@ -138,6 +169,30 @@ def _random_minilm_dir() -> str:
     BertModel(BertConfig(vocab_size=len(words), hidden_size=384, num_hidden_layers=6, num_attention_heads=12,
                          intermediate_size=1536)).save_pretrained(folder)
     return str(folder)
+
+
+@functools.cache
+def _nli_model(architecture: str) -> Any:
+    from gnuq_core.lm.entailment import random_nli_model
+
+    return random_nli_model(architecture)
+
+
+def nli_clusterer(tokenizer: Any, architecture: str = "deberta-large-mnli") -> Any:
+    """The reference entailment clusterer (`gnuq_core.lm.entailment.EntailmentClusterer`) on a
+    randomly initialised cross-encoder of ``architecture``: the pair is encoded with the
+    subject's tokenizer (ids folded into the cross-encoder's vocabulary, CLS/SEP framed), so
+    its length is a BPE tokenizer's, as DeBERTa's would be."""
+    from gnuq_core.lm.entailment import EntailmentClusterer
+
+    model = _nli_model(architecture)
+    vocab = model.config.vocab_size
+
+    def encode(premise: str, hypothesis: str) -> list[int]:
+        a, b = (tokenizer(t, add_special_tokens=False)["input_ids"] for t in (premise, hypothesis))
+        return [1] + [5 + i % (vocab - 5) for i in a] + [2] + [5 + i % (vocab - 5) for i in b] + [2]
+
+    return EntailmentClusterer(model, encode)
 
 
 def _decode_pass(subject: Subject, q: Question, config: BenchConfig, cap: int, nl: bool) -> Pass | None:
@@ -195,10 +250,26 @@ def make_passes(subject: Subject, q: Question, config: BenchConfig, clusterer: A
                    Pass("p_true_reference", p_true, (m, tok, q.p_true_question, answer), {"style": subject.style})]
     if clusterer is not None:
         passes.append(Pass("cluster", clusterer, (list(q.sample_texts),)))
+    if config.reference:
+        passes.append(Pass("sample_sequential", sample_answers, (m, tok, q.prompt_ids, 1),
+                           {"temperature": config.temperature, "max_new_tokens": cap, "stop_at_newline": nl,
+                            "seed": config.seed}, seed_kw="seed", calls=config.n_samples))
+        if not subject.synthetic:
+            if len(q.nli_pair) == 2:
+                passes.append(Pass("nli_check", nli_clusterer(tok, config.nli_architecture).check, tuple(q.nli_pair)))
+            passes.append(Pass("p_true_fewshot", p_true, (m, tok, q.p_true_fewshot_question, answer),
+                               {"style": subject.style}))
     out = {p.name: p for p in passes}
     if include is not None:
         out = {k: v for k, v in out.items() if k in include}
     return out
+
+
+def _prompt_tokens(subject: Subject, text: str) -> int:
+    """Tokens of ``text`` under the subject's tokenizer (0 without one or without text)."""
+    if not text or subject.tokenizer is None:
+        return 0
+    return len(subject.tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
 def time_questions(subject: Subject, questions: list[Question], config: BenchConfig, clusterer: Any = None,
@@ -208,7 +279,9 @@ def time_questions(subject: Subject, questions: list[Question], config: BenchCon
 
     Returns one record per question: ``times`` and ``cpu_times`` (``{pass: [seconds per
     repeat]}``, wall and process CPU), the gradient pass split into forward / backward /
-    post (`clock.BackwardSplit`), and the lengths involved.
+    post (`clock.BackwardSplit`), and the lengths involved. A pass of :data:`ONCE` runs in
+    the first repeat only and its time is repeated for the others (``timed_once``); the
+    costs of :data:`DERIVED` are added per repeat (``derived``: how).
     """
     from tqdm.auto import tqdm
 
@@ -217,7 +290,7 @@ def time_questions(subject: Subject, questions: list[Question], config: BenchCon
     out = []
     warmed = False
     for q in tqdm(questions, desc=f"{subject.spec} timing", disable=not progress):
-        prepare_question(subject, q, config)
+        prepare_question(subject, q, config, clusterer)
         passes = {k: v for k, v in make_passes(subject, q, config, clusterer).items() if k not in drop}
         if not warmed:
             for p in passes.values():
@@ -230,6 +303,10 @@ def time_questions(subject: Subject, questions: list[Question], config: BenchCon
         for rep in range(config.repeats):
             for name in rng.permutation(list(passes)):
                 run = passes[name]
+                if name in ONCE and rep > 0:
+                    times[name].append(times[name][0])
+                    cpu_times[name].append(cpu_times[name][0])
+                    continue
                 if name == "gradient":
                     with clock.BackwardSplit(subject.device) as s:
                         _, sec, cpu = clock.timed_cpu(functools.partial(run, rep), subject.device)
@@ -241,8 +318,20 @@ def time_questions(subject: Subject, questions: list[Question], config: BenchCon
                         sample_tokens.append([len(s_.answer_ids) for s_ in res])
                 times[name].append(sec)
                 cpu_times[name].append(cpu)
+        derived = {}
+        for name, (timed, attr) in DERIVED.items():
+            if timed in times:
+                k = getattr(q, attr)
+                times[name] = [t * k for t in times[timed]]
+                cpu_times[name] = [t * k for t in cpu_times[timed]]
+                derived[name] = f"{timed} × {k} ({attr})"
         out.append({"id": q.id, "dataset": q.dataset, "prompt_tokens": len(q.prompt_ids),
                     "answer_tokens": len(q.answer_ids), "answer": q.answer, "sample_tokens": q.sample_tokens,
                     "sample_tokens_timed": sample_tokens, "times": times, "cpu_times": cpu_times,
-                    "gradient_split": split, "functions": {k: p.function for k, p in passes.items()}})
+                    "gradient_split": split,
+                    "functions": {**{k: p.function for k, p in passes.items()},
+                                  **{k: passes[DERIVED[k][0]].function for k in derived}},
+                    "timed_once": [k for k in ONCE if k in passes], "derived": derived,
+                    "nli_comparisons": q.nli_comparisons,
+                    "p_true_fewshot_tokens": _prompt_tokens(subject, q.p_true_fewshot_question)})
     return out

@@ -12,7 +12,7 @@ import numpy as np
 
 from gnuq_core.bench.summary import TARGET_CAMPAIGN_HOURS, method_costs
 
-__all__ = ["pass_rows", "cost_rows", "variant_rows", "floor_rows", "speedup_rows", "throughput_rows", "campaign_rows",
+__all__ = ["baseline_name", "gap_rows", "pass_rows", "cost_rows", "variant_rows", "floor_rows", "speedup_rows", "throughput_rows", "campaign_rows",
            "memory_rows", "section_rows", "format_table", "SHARE_PASSES"]
 
 SHARE_PASSES = ("generate", "sample", "gradient", "p_true", "cluster")
@@ -97,13 +97,38 @@ def floor_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def baseline_name(key: str) -> str:
+    """A baseline's short name and variant from its cost key (`method_costs`), e.g.
+    ``"semantic entropy (reference)"``."""
+    passes = key.split("+")
+    if {"cluster", "nli_cluster"} & set(passes):
+        name = "semantic entropy"
+    elif any(p.startswith("p_true") for p in passes):
+        name = "P(True)" if "sample" in key else "P(True), zero-shot"
+    else:
+        name = "predictive entropies"
+    variant = method_costs().get(key, {}).get("variant", "optimised")
+    return f"{name} ({variant})"
+
+
+def gap_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per model and measured cause of the gap: the factor by which it multiplies the speed-up
+    (paired ratio of the costs with and without it; `gnuq_core.bench.summary.gap_factors`)."""
+    rows = []
+    for spec, e in res["models"].items():
+        for cause, r in e["summary"].get("gap", {}).items():
+            rows.append({"model": spec, "cause": cause, "factor": r["median"],
+                         "95% CI": f"[{r['ci'][0]:.2f}, {r['ci'][1]:.2f}]", "rounds": r["n"]})
+    return rows
+
+
 def speedup_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
-    """Per model and baseline: baseline cost ÷ estimator cost, paired per round."""
-    labels = {k: m["label"] for k, m in method_costs().items()}
+    """Per model, baseline and variant (optimised / reference): baseline cost ÷ estimator
+    cost, paired per round."""
     rows = []
     for spec, e in res["models"].items():
         for k, r in e["summary"]["speedup"].items():
-            rows.append({"model": spec, "baseline": labels.get(k, k), "speed-up": r["median"],
+            rows.append({"model": spec, "baseline": baseline_name(k), "speed-up": r["median"],
                          "95% CI": f"[{r['ci'][0]:.2f}, {r['ci'][1]:.2f}]", "rounds": r["n"],
                          "with generation": r["with_generation"]["median"],
                          "CPU-time speed-up": e["summary_cpu"]["speedup"].get(k, {}).get("median", np.nan)})

@@ -15,7 +15,8 @@ ENGINE = ("gnuq_core.lm.", "gnuq_core.qa.")
 @pytest.fixture(scope="module")
 def config() -> BenchConfig:
     return BenchConfig(models=["tiny-llama"], datasets=["a"], n_questions=1, repeats=2, n_samples=3,
-                       max_new_tokens=4, clusterer="exact", synthetic_prompt=(10, 14), synthetic_answer=3, threads=1)
+                       max_new_tokens=4, clusterer="exact", synthetic_prompt=(10, 14), synthetic_answer=3, threads=1,
+                       nli_architecture="tiny", p_true_shots=2)
 
 
 @pytest.fixture(scope="module")
@@ -85,3 +86,49 @@ def test_time_questions_interleaves_every_pass(config: BenchConfig) -> None:
 def test_unknown_random_architecture() -> None:
     with pytest.raises(ValueError, match="unknown random architecture"):
         load_subject("random:nope")
+
+
+def test_reference_passes_run_the_reference_loops(text_question: tuple, config: BenchConfig) -> None:
+    """One answer at a time (N calls, fresh seeds), one entailment comparison (two forwards of
+    the cross-encoder), few-shot P(True) over the worked examples: engine functions all."""
+    sub, q = text_question
+    passes = make_passes(sub, q, config, clusterer_for("exact")[0])
+    seq = passes["sample_sequential"]
+    assert seq.function == "gnuq_core.lm.decoding.sample_answers" and seq.calls == config.n_samples
+    samples = seq(0)
+    assert len(samples) == config.n_samples
+    assert passes["nli_check"].function == "gnuq_core.lm.entailment.EntailmentClusterer.check"
+    assert isinstance(passes["nli_check"](0), bool) and len(q.nli_pair) == 2 and q.text in q.nli_pair[0]
+    assert passes["p_true_fewshot"].function == "gnuq_core.lm.baselines.p_true"
+    assert 0.0 < passes["p_true_fewshot"](0)["p_true"] < 1.0
+    assert q.p_true_fewshot_question.endswith(q.answer.strip() or "(empty)")
+    assert 1 <= q.nli_comparisons <= config.n_samples * (config.n_samples - 1) // 2
+
+
+def test_fewshot_prefix_has_the_reference_format() -> None:
+    from gnuq_core.bench.questions import fewshot_prefix
+    from gnuq_core.qa.data import QAItem
+
+    items = [QAItem(f"q{i}", f"Question {i}?", (f"right {i}",), (f"wrong {i}",), "t") for i in range(6)]
+    text = fewshot_prefix(items, 4, 3, 0, {"q0"})
+    assert text.count("Possible answer:") == 4 and "Question 0?" not in text
+    assert text.count("The possible answer is: A") == 2 and text.count("The possible answer is: B") == 2
+    assert "Brainstormed Answers: " in text and "A) True\nB) False" in text
+
+
+def test_a_once_pass_is_timed_in_the_first_repeat_and_nli_clustering_is_derived(config: BenchConfig) -> None:
+    from gnuq_core.bench.questions import Question
+
+    sub = load_subject("tiny-llama")
+    from gnuq_core.lm.prompts import encode_prompt, format_prompt
+
+    text = "Who wrote Hamlet?"
+    q = Question("q2", "t", text, encode_prompt(sub.tokenizer, format_prompt(sub.tokenizer, text, "chat"), "chat"),
+                 fewshot_prefix="Question: x?\nBrainstormed Answers: y\nPossible answer: y")
+    rec = time_questions(sub, [q], config, clusterer_for("exact")[0], progress=False)[0]
+    assert rec["timed_once"] == ["p_true_fewshot"]
+    assert len(set(rec["times"]["p_true_fewshot"])) == 1 and len(rec["times"]["p_true_fewshot"]) == config.repeats
+    k = rec["nli_comparisons"]
+    assert rec["times"]["nli_cluster"] == pytest.approx([t * k for t in rec["times"]["nli_check"]])
+    assert rec["derived"]["nli_cluster"] == f"nli_check × {k} (nli_comparisons)"
+    assert rec["functions"]["nli_cluster"] == rec["functions"]["nli_check"] and rec["p_true_fewshot_tokens"] > 0

@@ -28,7 +28,8 @@ def results(data_dir: str) -> dict:
     cfg = BenchConfig(models=["random:tiny", "tiny-llama"], n_questions=1, repeats=2, n_samples=3, max_new_tokens=4,
                       clusterer="exact", synthetic_prompt=(10, 20), synthetic_answer=4, answer_lengths=[2, 4],
                       prompt_lengths=[8, 16], sweep_repeats=1, ladder=[[32, 1]], ladder_repeats=1, memory=False,
-                      profile=True, qa_n_samples=2, qa_max_new_tokens=3, threads=1)
+                      profile=True, qa_n_samples=2, qa_max_new_tokens=3, threads=1, nli_architecture="tiny",
+                      p_true_shots=2)
     return run(cfg, data_dir=data_dir, progress=False)
 
 

@@ -81,3 +81,52 @@ def test_c8_is_the_least_favourable_model_with_its_own_interval() -> None:
     a = claims.assess(m)  # 4 questions are too few for C8's gate (≥ 5)
     assert a.verdict == claims.INCONCLUSIVE and "4 questions (needs ≥ 5)" in a.reason
     assert claims.judge(replace(m, evidence={"questions": 5, "rounds": 12})) == claims.NOT_REPRODUCED
+
+
+def test_every_optimised_sampling_baseline_has_its_reference_variant() -> None:
+    costs = sm.method_costs()
+    ref = {k: m for k, m in costs.items() if m["variant"] == "reference"}
+    assert set(ref) == {"sample_sequential", "sample_sequential+nli_cluster", "sample_sequential+p_true_fewshot"}
+    assert all(m["sampling"] for m in ref.values())
+    # zero-shot P(True) and P(True) with candidates both become the reference's few-shot P(True)
+    assert {"p_true", "p_true (reference prompt)"} <= set(ref["sample_sequential+p_true_fewshot"]["scores"])
+    assert "semantic_entropy" in ref["sample_sequential+nli_cluster"]["scores"]
+
+
+def _model_with_reference(factor: float, questions: int = 5) -> dict:
+    recs = [_record({"generate": [1.0] * 2, "forward": [0.1] * 2, "gradient": [0.1] * 2,
+                     "sample": [factor * 0.1 * (1 + 0.1 * q)] * 2, "cluster": [0.01] * 2, "p_true": [0.1] * 2,
+                     "p_true_reference": [0.2] * 2, "sample_sequential": [factor * 0.4 * (1 + 0.1 * q)] * 2,
+                     "nli_cluster": [3.0] * 2, "p_true_fewshot": [2.0] * 2}) for q in range(questions)]
+    return {"summary": sm.summarize_model(recs)}
+
+
+def test_c8_readings_and_the_measured_gap() -> None:
+    res = {"config": {"device": "cpu", "n_samples": 10, "p_true_shots": 20},
+           "models": {"a": _model_with_reference(30.0), "b": _model_with_reference(10.0)}}
+    ms = sm.c8_readings(res)
+    assert list(ms) == ["reference", "optimised"]  # the paper's wording first
+    ref, opt = ms["reference"], ms["optimised"]
+    assert ref.settings["reading"] == "reference" and opt.settings["reading"] == "optimised"
+    assert ref.settings["model_judged"] == opt.settings["model_judged"] == "b"
+    assert opt.details["b"]["baseline"] == "sample" and ref.details["b"]["baseline"] == "sample_sequential"
+    assert ref.value == pytest.approx(4 * opt.value, rel=1e-9)  # sequential sampling costs 4× here
+    assert "reference implementations" in ref.note and "20-shot" in ref.note and "optimised" in opt.note
+    gap = res["models"]["b"]["summary"]["gap"]
+    assert gap["sampling one answer at a time"]["median"] == pytest.approx(
+        np.median([(4.0 * (1 + 0.1 * q) + 0.01) / ((1 + 0.1 * q) + 0.01) for q in range(5)]))
+    assert gap["entailment clustering (DeBERTa-large pairs)"]["with"] == "sample_sequential+nli_cluster"
+    entry = claims.record(ref, readings={sm.READINGS[r]: {"C8": m} for r, m in ms.items()},
+                          primary=sm.READINGS["reference"])
+    assert [r["verdict"] for r in entry["readings"]] == [claims.judge(ref), claims.judge(opt)]
+
+
+def test_c8_readings_without_reference_timings_keep_the_conservative_one() -> None:
+    res = {"config": {"device": "cpu", "n_samples": 10},
+           "models": {"a": {"summary": sm.summarize_model([_record({"gradient": [0.1], "sample": [1.0],
+                                                                     "generate": [1.0]})])}}}
+    assert list(sm.c8_readings(res)) == ["optimised"]
+    with pytest.raises(ValueError, match="reference sampling baseline"):
+        sm.c8_measurement(res, reading="reference")
+    with pytest.raises(ValueError, match="unknown C8 reading"):
+        sm.c8_measurement(res, reading="paper")
