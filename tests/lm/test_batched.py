@@ -1,0 +1,90 @@
+"""gnuq_core.lm.batched: B answers in one pass, each with its own exact ‖∇ log p‖², equal to
+one-at-a-time `forward_backward` (float64, tiny Llama and Gemma-3, different lengths in one batch)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from gnuq_core.lm.batched import batched_forward_backward, register_norm_rule, rule_for, score_batch, NORM_RULES
+from gnuq_core.lm.gradient import forward_backward
+from gnuq_core.lm.scoring import score
+from tests.tiny_models import byte_tokenizer, tiny_gemma, tiny_llama
+
+PROMPTS = [[1, 40, 41, 42, 43, 44], [1, 50, 51], [1, 60, 61, 62, 63, 64, 65, 66, 67], [1, 0, 70, 70]]
+ANSWERS = [[80, 81, 82], [90], [100, 101, 102, 103, 104, 105], [110, 0, 110]]  # 0: the padding id
+
+
+def _close(a: float, b: float, rel: float = 1e-6) -> bool:
+    return abs(a - b) <= rel * max(abs(a), abs(b), 1e-300)
+
+
+@pytest.mark.parametrize("make", [lambda: tiny_llama(), lambda: tiny_llama(tied=False), lambda: tiny_gemma()],
+                         ids=["llama-tied", "llama-untied", "gemma3-softcap"])
+@pytest.mark.parametrize("groups", [None, "per_block", "last_block", "lm_head", "no_embeddings"])
+def test_every_answer_gets_its_own_norm(make, groups) -> None:
+    model = make()
+    batch = batched_forward_backward(model, PROMPTS, ANSWERS, groups=groups, per_group=groups is not None)
+    assert len(batch) == len(PROMPTS)
+    for p, a, got in zip(PROMPTS, ANSWERS, batch):
+        want = forward_backward(model, p, a, groups=groups, per_group=groups is not None)
+        assert got.token_log_probs == pytest.approx(want.token_log_probs, rel=1e-9, abs=1e-12)
+        assert _close(got.grad_sq, want.grad_sq), (got.grad_sq, want.grad_sq)
+        assert set(got.group_sq) == set(want.group_sq)
+        assert all(_close(got.group_sq[g], want.group_sq[g]) for g in want.group_sq)
+        assert set(got.param_sq) == set(want.param_sq)
+        assert all(_close(got.param_sq[n], want.param_sq[n]) or want.param_sq[n] < 1e-20 for n in want.param_sq)
+
+
+def test_the_batch_is_not_the_sum() -> None:
+    """The norm of each answer's gradient, not of the batch's summed gradient."""
+    model = tiny_llama()
+    batch = batched_forward_backward(model, PROMPTS[:2], ANSWERS[:2])
+    one = [forward_backward(model, p, a).grad_sq for p, a in zip(PROMPTS[:2], ANSWERS[:2])]
+    assert [g.grad_sq for g in batch] == pytest.approx(one, rel=1e-6)
+    assert batch[0].grad_sq != pytest.approx(batch[1].grad_sq, rel=1e-3)
+
+
+def test_the_model_is_left_as_it_was() -> None:
+    model = tiny_llama().train()
+    p0 = next(model.parameters())
+    p0.grad = torch.ones_like(p0)
+    flags = [p.requires_grad for p in model.parameters()]
+    batched_forward_backward(model, PROMPTS, ANSWERS)  # train mode: eval for the pass (dropout off)
+    assert model.training and [p.requires_grad for p in model.parameters()] == flags
+    assert torch.equal(p0.grad, torch.ones_like(p0))
+
+
+def test_bad_input_and_unknown_modules() -> None:
+    model = tiny_llama()
+    with pytest.raises(ValueError, match="2 prompts but 1 answers"):
+        batched_forward_backward(model, PROMPTS[:2], ANSWERS[:1])
+    with pytest.raises(Exception, match="answer 1 has zero tokens"):
+        batched_forward_backward(model, PROMPTS[:2], [[5], []])
+    with pytest.raises(RuntimeError, match="inference_mode"), torch.inference_mode():
+        batched_forward_backward(model, PROMPTS[:1], ANSWERS[:1])
+    assert batched_forward_backward(model, [], []) == []
+    rule = NORM_RULES.pop("RMSNorm")
+    try:
+        assert rule_for(model.model.norm) is None
+        with pytest.raises(ValueError, match="no per-answer norm rule for LlamaRMSNorm"):
+            batched_forward_backward(model, PROMPTS[:1], ANSWERS[:1])
+    finally:
+        register_norm_rule("RMSNorm")(rule)
+    assert rule_for(model.model.norm) is rule
+
+
+def test_score_batch_equals_score() -> None:
+    model, tok = tiny_llama(), byte_tokenizer()
+    prompts, answers = ["What is 2+2?", "Name a colour.", "Capital of France?"], ["four", "red", "Paris, France"]
+    got = score_batch(model, tok, prompts, answers, batch_size=2, per_group=True, groups="per_block",
+                      progress=False)
+    for p, a, r in zip(prompts, answers, got):
+        want = score(model, tok, p, a, per_group=True, groups="per_block")
+        assert r.answer_ids == want.answer_ids and r.answer == want.answer
+        assert r.sequence.log10_epistemic == pytest.approx(want.sequence.log10_epistemic, abs=1e-6)
+        assert r.normalized.combined == pytest.approx(want.normalized.combined, rel=1e-6)
+    with pytest.raises(ValueError, match="one answer per prompt"):
+        score_batch(model, tok, prompts, [None, None, None])
+    with pytest.raises(ValueError, match="batch_size=0"):
+        score_batch(model, tok, prompts, answers, batch_size=0)
