@@ -47,8 +47,8 @@
 #   excluded, last block only, LM head only);
 # - the plain **reference** path (`lm.gradient._reference_pass`: full-vocabulary logits at
 #   every position and an ordinary backward), where the profile does not skip it;
-# - **N samples** (`lm.decoding.sample_answers`) and, where the engine has it, the greedy
-#   answer and N samples from one prefill (`lm.decoding.decode`);
+# - **N samples** (`lm.decoding.sample_answers`) and, where the profile does not skip it,
+#   the greedy answer and N samples from one prefill (`lm.decoding.decode`);
 # - **clustering** of the samples (`lm.clustering`) and **P(True)** (`lm.baselines.p_true`),
 #   zero-shot as the QA study runs it and with the samples as brainstormed candidates as
 #   its reference implementation does.
@@ -198,7 +198,8 @@ glue_figure("fig_speedup", efficiency.figure_speedup(result))
 # loop's order ({glue:md}`nli_comparison_range` per question here, counted on the
 # samples' clusters, times one timed comparison); and P(True) with
 # {glue:text}`p_true_shots_used` worked examples before the question and its brainstormed
-# answers ({glue:md}`fewshot_tokens`, timed once per question). No DeBERTa weights install
+# answers ({glue:md}`fewshot_tokens`). Each reference pass takes seconds to tens of
+# seconds here, so each is timed once per question (the interval resamples questions). No DeBERTa weights install
 # offline, so the cross-encoder has **random weights of the same architecture and size**
 # (406M parameters): its decisions would be meaningless, but its cost is the reference's,
 # and the number of comparisons comes from the real clusters.
@@ -237,6 +238,23 @@ display(result.tables["gap"])
 # hardware:** on a GPU, sequential decoding is latency-bound while a forward-backward over
 # a short sequence is one burst of large matrix products; on this CPU both are
 # compute-bound. `scripts/gpu_bench.sh` records the same tables on a GPU.
+#
+# ## Scoring many answers at once
+#
+# `gnuq_core.lm.batched` scores B answers in one forward–backward pass and still gives each
+# answer the squared norm of *its own* gradient (not of the batch's sum): one registered
+# rule per module type turns the activations a layer saw and the gradients that reached
+# its output into per-answer norms (ghost norms for linear layers, the normalised input
+# for RMS norms, embedding rows and the LM head per answer), equal to one-at-a-time
+# scoring to 1e-6 in float64 (tested). The same answers, scored B at a time:
+
+# %%
+display(result.tables["batching"])
+
+# %% [markdown]
+# Best per model: {glue:md}`batching_list`. On this CPU a batched pass is only modestly
+# cheaper per sequence (both are compute-bound); on a GPU a single answer leaves most of
+# the device idle, which is where batching pays.
 #
 # ## Records per hour: the whole QA pipeline
 #

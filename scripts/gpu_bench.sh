@@ -51,7 +51,7 @@ if [ "$TINY" = 1 ]; then
 else
   ARGS=(--models random:smollm2-135m random:gemma3-270m random:llama-1b --questions 4 --repeats 3 --samples 10
         --answer-lengths 4 8 16 32 64 128 --prompt-lengths 32 64 128 256 512 1024 --sweep-repeats 3
-        --ladder 256x8 576x30 1024x16 2048x16)
+        --ladder 256x8 576x30 1024x16 2048x16 --batch-sizes 1 4 16 64 --batch-pairs 64)
   LIMIT=280
 fi
 start=$(date +%s)

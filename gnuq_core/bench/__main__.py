@@ -55,6 +55,10 @@ def _parser(prog: str = "gnuq bench") -> argparse.ArgumentParser:
     p.add_argument("--qa-samples", type=flag("n_samples"), default=d.qa_n_samples, help="N of the records/hour runs (default 10)")
     p.add_argument("--qa-max-new-tokens", type=flag("max_new_tokens"), default=d.qa_max_new_tokens)
     p.add_argument("--skip", nargs="*", default=[], help="timed passes to leave out, e.g. reference")
+    p.add_argument("--batch-sizes", type=flag("size"), nargs="*", default=d.batch_sizes,
+                   help="batch sizes of the batched-scoring throughput (default 1 4 16 64; none: skip)")
+    p.add_argument("--batch-pairs", type=flag("size"), default=d.batch_pairs,
+                   help="(prompt, answer) pairs each batch size scores (default 64)")
     p.add_argument("--no-reference", action="store_true",
                    help="do not time the baselines as their reference implementations run them")
     p.add_argument("--nli-architecture", default=d.nli_architecture, choices=sorted(NLI_ARCHITECTURES),
@@ -128,11 +132,13 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
                       layouts=[list(x) for x in args.layouts], qa_n_samples=args.qa_samples,
                       qa_max_new_tokens=args.qa_max_new_tokens, device=args.device, dtype=args.dtype,
                       threads=args.threads, seed=args.seed, reference=not args.no_reference,
+                      batch_sizes=list(args.batch_sizes), batch_pairs=args.batch_pairs,
                       nli_architecture=args.nli_architecture, p_true_shots=args.p_true_shots)
     if args.quick:
         cfg.n_questions, cfg.repeats, cfg.sweep_repeats = 1, 1, 1
         cfg.answer_lengths, cfg.prompt_lengths, cfg.ladder, cfg.memory = [4, 16, 64], [32, 128, 256], [], False
         cfg.skip = sorted(set(cfg.skip) | {"reference"})
+        cfg.batch_sizes, cfg.batch_pairs, cfg.batch_repeats = [1, 4, 16], 16, 1
     if args.tiny:
         cfg.models = ["random:tiny", "tiny-llama"] if cfg.models == BenchConfig().models else cfg.models
         cfg.n_questions, cfg.repeats, cfg.n_samples, cfg.max_new_tokens = 1, 1, 3, 6
@@ -141,6 +147,7 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
         cfg.ladder, cfg.ladder_repeats, cfg.memory_repeats = [[32, 1], [64, 2]], 1, 1
         cfg.qa_n_samples, cfg.qa_max_new_tokens = 3, 6
         cfg.nli_architecture, cfg.p_true_shots = "tiny", 2
+        cfg.batch_sizes, cfg.batch_pairs, cfg.batch_repeats = [1, 2], 4, 1
     return cfg
 
 

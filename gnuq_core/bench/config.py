@@ -75,6 +75,11 @@ class BenchConfig:
     qa_n_samples, qa_max_new_tokens : int
         N and the token cap of the records/hour runs (the QA study's full profile: 10, 32;
         temperature, P(True) and clustering as in the study).
+    batch_sizes : list[int]
+        Batch sizes of the batched-scoring throughput (`gnuq_core.bench.batching`; empty: skip).
+    batch_pairs : int
+        (prompt, answer) pairs every batch size scores.
+    batch_repeats : int
     reference : bool
         Also time the baselines as their reference implementations run them: N answers
         sampled one at a time (``sample_sequential``), one bidirectional-entailment
@@ -117,6 +122,9 @@ class BenchConfig:
     layouts: list[list[int]] = field(default_factory=lambda: [[1, 2], [2, 1]])
     qa_n_samples: int = 10
     qa_max_new_tokens: int = 32
+    batch_sizes: list[int] = field(default_factory=lambda: [1, 4, 16, 64])
+    batch_pairs: int = 64
+    batch_repeats: int = 2
     reference: bool = True
     nli_architecture: str = "deberta-large-mnli"
     p_true_shots: int = 20
@@ -136,5 +144,8 @@ class BenchConfig:
             raise ValueError(f"nli_architecture={self.nli_architecture!r}: known are {', '.join(NLI_ARCHITECTURES)}")
         if not 0 <= self.p_true_shots <= 100:
             raise ValueError(f"p_true_shots={self.p_true_shots}: use 0-100 worked examples (the reference uses 20)")
+        if any(int(b) < 1 for b in self.batch_sizes) or self.batch_pairs < 1 or self.batch_repeats < 1:
+            raise ValueError(f"batch_sizes={self.batch_sizes}, batch_pairs={self.batch_pairs}, batch_repeats="
+                             f"{self.batch_repeats}: each must be ≥ 1")
         if self.n_questions < 1:
             raise ValueError(f"n_questions={self.n_questions}: time at least one question per dataset")

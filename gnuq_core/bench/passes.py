@@ -35,12 +35,12 @@ pass                        engine function
                             sized cross-encoder, random weights: same cost)
 ``p_true_fewshot``          `gnuq_core.lm.baselines.p_true` on the reference implementation's
                             few-shot prompt (worked examples, then the question with the samples
-                            and the greedy answer as brainstormed candidates); timed once per
-                            question (:data:`ONCE`)
+                            and the greedy answer as brainstormed candidates)
 ==========================  =========================================================================
 
 The last three (``BenchConfig.reference``, text models; synthetic ones time only the
-sequential sampling) are the baselines as their reference implementations run them. The
+sequential sampling) are the baselines as their reference implementations run them; each
+takes seconds to tens of seconds on a CPU, so they are timed once per question (:data:`ONCE`). The
 reference semantic entropy clusters with as many entailment comparisons as its loop makes
 for the samples' clusters (`gnuq_core.lm.entailment.reference_comparisons`), so each round
 also records the derived ``nli_cluster`` = ``nli_check`` × that count (:data:`DERIVED`).
@@ -79,8 +79,10 @@ REQUIRED = ("generate", "forward", "gradient", "sample", "cluster", "p_true")
 # ``Score.passes``) -> the pass here that runs the same engine function.
 ENGINE_PASSES = {"generate": "generate", "gradient": "gradient", "p_true": "p_true", "sample": "sample",
                  "cluster": "cluster", "group_gradient": "gradient"}
-# Passes timed in the first repeat of a question only (their time stands for every round).
-ONCE = ("p_true_fewshot",)
+# Passes timed in the first repeat of a question only (their time stands for every round): the
+# reference implementations' passes, each tens of seconds on a CPU (the bootstrap resamples
+# questions, so each question's one measurement carries its weight).
+ONCE = ("sample_sequential", "nli_check", "p_true_fewshot")
 # Per-round costs derived from a timed pass: name -> (timed pass, Question attribute it is multiplied by).
 DERIVED = {"nli_cluster": ("nli_check", "nli_comparisons")}
 

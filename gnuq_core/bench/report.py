@@ -12,7 +12,7 @@ import numpy as np
 
 from gnuq_core.bench.summary import TARGET_CAMPAIGN_HOURS, method_costs
 
-__all__ = ["baseline_name", "gap_rows", "pass_rows", "cost_rows", "variant_rows", "floor_rows", "speedup_rows", "throughput_rows", "campaign_rows",
+__all__ = ["baseline_name", "batching_rows", "gap_rows", "pass_rows", "cost_rows", "variant_rows", "floor_rows", "speedup_rows", "throughput_rows", "campaign_rows",
            "memory_rows", "section_rows", "format_table", "SHARE_PASSES"]
 
 SHARE_PASSES = ("generate", "sample", "gradient", "p_true", "cluster")
@@ -109,6 +109,14 @@ def baseline_name(key: str) -> str:
         name = "predictive entropies"
     variant = method_costs().get(key, {}).get("variant", "optimised")
     return f"{name} ({variant})"
+
+
+def batching_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per model and batch size: answers per second of batched scoring and the speed-up over
+    one answer per pass (`gnuq_core.bench.batching`)."""
+    return [{"model": spec, "batch size": r["batch_size"], "answers / s": r["answers_per_second"],
+             "speed-up over B = 1": r["speedup_over_1"], "seconds for all": r["seconds"], "answers": r["pairs"]}
+            for spec, e in res["models"].items() for r in e.get("batching", [])]
 
 
 def gap_rows(res: dict[str, Any]) -> list[dict[str, Any]]:

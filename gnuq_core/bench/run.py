@@ -1,7 +1,8 @@
 """The efficiency benchmark's driver: `run` measures everything a `BenchConfig` asks for.
 
 Per model: the timed passes (`gnuq_core.bench.passes`) on a fixed set of questions, their
-summaries (`gnuq_core.bench.summary`), cost against length (`gnuq_core.bench.scaling`),
+summaries (`gnuq_core.bench.summary`), answers per second against batch size
+(`gnuq_core.bench.batching`), cost against length (`gnuq_core.bench.scaling`),
 a profiler table (`gnuq_core.bench.profiler`), records per hour of the whole QA pipeline
 (`gnuq_core.bench.throughput`); then peak memory (`gnuq_core.bench.memory`, a separate
 process on CPU), the size ladder, the full-study estimate and the targets. ``section_seconds``
@@ -23,6 +24,7 @@ from dataclasses import asdict
 from typing import Any
 
 from gnuq_core.bench import clock
+from gnuq_core.bench.batching import batch_throughput
 from gnuq_core.bench.config import SCHEMA, BenchConfig
 from gnuq_core.bench.memory import memory_profiles
 from gnuq_core.bench.passes import clusterer_for, time_questions
@@ -93,6 +95,10 @@ def _model_entry(sub: Subject, qs: list[Question], config: BenchConfig, clustere
                              "architecture": type(sub.model).__name__, "questions": recs,
                              "summary": summarize_model(recs, config.seed),
                              "summary_cpu": summarize_model(recs, config.seed, "cpu")}
+    if config.batch_sizes:
+        say(f"[bench] {sub.spec}: batched scoring")
+        with part("batched scoring"):
+            entry["batching"] = batch_throughput(sub, qs, config, progress)
     rep = sorted(qs, key=lambda q: len(q.prompt_ids))[len(qs) // 2]  # median-length prompt
     if config.answer_lengths or config.prompt_lengths:
         say(f"[bench] {sub.spec}: length sweep")

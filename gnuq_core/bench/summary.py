@@ -280,7 +280,7 @@ def c8_measurement(res: dict[str, Any], settings: dict[str, Any] | None = None,
                if reading == "optimised" else
                f"the baselines as their reference implementations run them (N = {cfg['n_samples']} answers sampled "
                f"one at a time, DeBERTa-large-sized entailment clustering, {cfg.get('p_true_shots', 20)}-shot "
-               "P(True))")
+               "P(True); each timed once per question)")
     note = (f"timed on {d['questions']} questions ({d['rounds']} rounds) per model on {cfg['device']} with "
             f"{cfg.get('threads', 0) or 'the default number of'} thread(s), against {against}"
             + (f"; over semantic entropy the speed-up is {min(se):.1f}–{max(se):.1f}×" if se else ""))

@@ -62,8 +62,9 @@ WHOLE = Rule(minimum=1, integer=True)
 @dataclass(frozen=True)
 class Params(ChapterParams):
     """Chapter 07's parameters (defaults: the paper edition, sized to the book's 30-minute
-    budget: C8's gate needs ≥ 5 questions and ≥ 10 rounds per model, 6 and 12 here; `make
-    bench` is the long benchmark)."""
+    budget: C8's gate needs ≥ 5 questions and ≥ 10 rounds per model, 6 and 12 here; the
+    reference baselines, tens of seconds each, are timed once per question; the one-prefill
+    ``decode`` pass is skipped; `make bench` is the long benchmark)."""
 
     CHAPTER = "07_efficiency"
     seed: int = param(0, OPTIONS["seed"], "seeds the question choice, the samplers and the bootstrap")
@@ -79,12 +80,12 @@ class Params(ChapterParams):
                                                                   'or "exact"')
     answer_lengths: list[int] = param([4, 16, 64], LENGTHS, "answer-length sweep (tokens)")
     prompt_lengths: list[int] = param([32, 128, 512], LENGTHS, "prompt-length sweep (tokens)")
-    sweep_repeats: int = param(2, COUNT, "repeats per sweep point")
+    sweep_repeats: int = param(1, COUNT, "repeats per sweep point")
     ladder: list[list[int]] = param([[64, 2], [128, 4], [256, 8]], WHOLE,
                                     "random Llama models [hidden, layers] for the size ladder (empty: none)")
     ladder_repeats: int = param(3, COUNT, "repeats per model of the size ladder")
     memory: bool = param(True, None, "measure peak memory (in a separate process on CPU)")
-    skip_passes: list[str] = param(["reference"], Rule(choices=bench_config.PASS_NAMES),
+    skip_passes: list[str] = param(["reference", "decode"], Rule(choices=bench_config.PASS_NAMES),
                                    'timed passes to leave out to save time, e.g. ["reference"]')
     memory_repeats: int = param(1, COUNT, "measured runs per pass for peak memory (after one warm-up run)")
     threads: int = param(1, THREADS, "torch threads of the pass timings (0: torch's default); 1 keeps CPU time "
@@ -97,6 +98,9 @@ class Params(ChapterParams):
                                                           "of random models (tokens)")
     synthetic_answer: int = param(12, OPTIONS["max_new_tokens"], "answer and sample length cap of random models "
                                                                  "(tokens)")
+    batch_sizes: list[int] = param([1, 4, 16], WHOLE, "batch sizes of the batched-scoring throughput "
+                                                      "(empty: none; `make bench` adds 64)")
+    batch_pairs: int = param(16, WHOLE, "(prompt, answer) pairs each batch size scores (`make bench`: 64)")
     reference: bool = param(True, None, "also time the baselines as their reference implementations run them "
                                         "(sequential sampling, DeBERTa-large entailment, few-shot P(True))")
     nli_architecture: str = param("deberta-large-mnli", Rule(choices=tuple(NLI_ARCHITECTURES)),
@@ -135,7 +139,9 @@ def bench_config_of(p: Params) -> bench_config.BenchConfig:
         ladder_repeats=p.ladder_repeats, memory=p.memory, memory_repeats=p.memory_repeats, skip=list(p.skip_passes),
         throughput=p.throughput, throughput_questions=p.throughput_questions, layouts=[list(x) for x in p.layouts],
         threads=p.threads or None, seed=p.seed, synthetic_prompt=(p.synthetic_prompt[0], p.synthetic_prompt[1]),
-        synthetic_answer=p.synthetic_answer, reference=p.reference, nli_architecture=p.nli_architecture,
+        synthetic_answer=p.synthetic_answer, batch_sizes=list(p.batch_sizes), batch_pairs=p.batch_pairs,
+        batch_repeats=1,
+        reference=p.reference, nli_architecture=p.nli_architecture,
         p_true_shots=p.p_true_shots)
 
 
@@ -294,6 +300,22 @@ def _comparison_range(res: dict[str, Any]) -> str:
     return f"{min(n)}–{max(n)} comparisons (median {float(np.median(n)):.0f})" if n else "not timed in this run"
 
 
+def _batching(res: dict[str, Any], out: Result) -> None:
+    """Answers per second against batch size, per model (batched scoring, exact per-answer norms)."""
+    rows = report.batching_rows(res)
+    out.tables["batching"] = rows_table(rows, {"answers / s": ".2f", "speed-up over B = 1": ".2f",
+                                               "seconds for all": ".1f"},
+                                        caption="Batched scoring: answers per second") if rows else Markdown(
+        "*Batched scoring was not timed in this build (`batch_sizes: []`).*")
+    best = {}
+    for r in rows:
+        if r["model"] not in best or r["answers / s"] > best[r["model"]]["answers / s"]:
+            best[r["model"]] = r
+    out.values["batching_list"] = Markdown("; ".join(
+        f"`{m}` {r['answers / s']:.2f} answers/s at B = {r['batch size']} ({r['speed-up over B = 1']:.2f}× B = 1)"
+        for m, r in best.items()) or "not measured in this build")
+
+
 def _throughput(res: dict[str, Any], out: Result) -> None:
     """Records per hour per model and layout, the shares of the passes, the full-study estimate."""
     tp_rows = report.throughput_rows(res)
@@ -401,7 +423,7 @@ def run(p: Params, store: Any, profile: str, *, data_dir: str | None = None) -> 
     -------
     Result
         ``values`` under the page's glue names; ``tables`` ``costs``, ``floor``,
-        ``variants``, ``speedup``, ``throughput`` (a table, or a sentence where no records/hour ran),
+        ``variants``, ``speedup``, ``gap``, ``batching``, ``throughput`` (a table, or a sentence where no records/hour ran),
         ``memory`` and ``operators`` (where measured), ``gpu_floor`` and ``gpu_speedup``
         (where a GPU run is committed); ``data`` ``bench`` (the benchmark's results dict,
         also written to ``07_efficiency.bench.json`` beside the executed chapter) and
@@ -417,6 +439,7 @@ def run(p: Params, store: Any, profile: str, *, data_dir: str | None = None) -> 
     _floor(res, out)
     _variants(res, out)
     _speedup(p, res, profile, out)
+    _batching(res, out)
     _throughput(res, out)
     _memory(res, out)
     _scaling(res, out)

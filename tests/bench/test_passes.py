@@ -126,8 +126,10 @@ def test_a_once_pass_is_timed_in_the_first_repeat_and_nli_clustering_is_derived(
     q = Question("q2", "t", text, encode_prompt(sub.tokenizer, format_prompt(sub.tokenizer, text, "chat"), "chat"),
                  fewshot_prefix="Question: x?\nBrainstormed Answers: y\nPossible answer: y")
     rec = time_questions(sub, [q], config, clusterer_for("exact")[0], progress=False)[0]
-    assert rec["timed_once"] == ["p_true_fewshot"]
-    assert len(set(rec["times"]["p_true_fewshot"])) == 1 and len(rec["times"]["p_true_fewshot"]) == config.repeats
+    assert rec["timed_once"] == ["sample_sequential", "nli_check", "p_true_fewshot"]
+    for name in rec["timed_once"]:
+        assert len(set(rec["times"][name])) == 1 and len(rec["times"][name]) == config.repeats
+    assert len(set(rec["times"]["sample"])) == config.repeats  # the others: every repeat
     k = rec["nli_comparisons"]
     assert rec["times"]["nli_cluster"] == pytest.approx([t * k for t in rec["times"]["nli_check"]])
     assert rec["derived"]["nli_cluster"] == f"nli_check × {k} (nli_comparisons)"

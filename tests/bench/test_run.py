@@ -29,7 +29,7 @@ def results(data_dir: str) -> dict:
                       clusterer="exact", synthetic_prompt=(10, 20), synthetic_answer=4, answer_lengths=[2, 4],
                       prompt_lengths=[8, 16], sweep_repeats=1, ladder=[[32, 1]], ladder_repeats=1, memory=False,
                       profile=True, qa_n_samples=2, qa_max_new_tokens=3, threads=1, nli_architecture="tiny",
-                      p_true_shots=2)
+                      p_true_shots=2, batch_sizes=[1, 2], batch_pairs=3)
     return run(cfg, data_dir=data_dir, progress=False)
 
 
@@ -42,6 +42,8 @@ def test_results_structure(results: dict) -> None:
     assert set(s["gradient_split"]) == {"forward", "backward", "post"}
     assert [p["tokens"] for p in e["sweeps"]["answer"]] == [2, 4]
     assert e["profile"]["gradient"]["ops"] and results["ladder"][0]["params"] > 0
+    assert [r["batch_size"] for r in e["batching"]] == [1, 2] and all(r["pairs"] == 3 for r in e["batching"])
+    assert e["batching"][0]["speedup_over_1"] == 1.0 and e["batching"][1]["answers_per_second"] > 0
     assert results["machine"]["device"] == "cpu" and "commit" in results["git"]
     json.dumps(results, default=float)  # JSON-ready
 

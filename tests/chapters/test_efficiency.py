@@ -39,7 +39,7 @@ TINY = efficiency.Params(models=MODELS, n_questions=1, repeats=2, n_samples=3, m
                          answer_lengths=[2, 4], prompt_lengths=[8, 16], sweep_repeats=1, ladder=[[32, 1]],
                          ladder_repeats=1, memory=False, skip_passes=["reference"], throughput_questions=0,
                          layouts=[[1, 1]], synthetic_prompt=[10, 20], synthetic_answer=4,
-                         nli_architecture="tiny", p_true_shots=2)
+                         nli_architecture="tiny", p_true_shots=2, batch_sizes=[1, 2], batch_pairs=4)
 """One question per dataset timed twice, short sweeps, one ladder model, one records/hour layout, no memory run."""
 
 
@@ -78,6 +78,7 @@ def test_every_value_the_page_glues_is_computed(ran) -> None:
     assert v["p_true_shots_used"] == 2 and v["fewshot_tokens"].data.endswith(" tokens")
     assert "comparisons (median" in v["nli_comparison_range"].data
     assert "sampling one answer at a time ×" in v["gap_list"].data
+    assert v["batching_list"].data.count("answers/s at B = ") == 2  # both models
     # records per hour: tiny-llama only (random:tiny has synthetic questions), one layout
     assert v["rph_list"].data.startswith("`tiny-llama`, 1 process(es) × 1 thread(s): ")
     assert v["study_desc"].data == "2 truthfulqa + 2 triviaqa" and v["study_records"] == 4
@@ -92,7 +93,10 @@ def test_every_value_the_page_glues_is_computed(ran) -> None:
 
 def test_tables_bench_json_and_claim(ran) -> None:
     result, root = ran
-    assert set(result.tables) == {"costs", "floor", "variants", "speedup", "gap", "throughput", "operators"}
+    assert set(result.tables) == {"costs", "floor", "variants", "speedup", "gap", "batching", "throughput",
+                                  "operators"}
+    batching = repr(result.tables["batching"])
+    assert "answers / s" in batching and "speed-up over B = 1" in batching
     speedup = repr(result.tables["speedup"])
     assert "semantic entropy (reference)" in speedup and "semantic entropy (optimised)" in speedup
     assert "P(True) (reference)" in speedup and "predictive entropies (reference)" in speedup
@@ -158,7 +162,10 @@ def test_params() -> None:
     assert efficiency.Params.for_profile("full") == efficiency.Params()
     p = efficiency.Params()
     assert (p.n_questions, p.repeats, p.skip_passes, p.prompt_lengths, p.throughput_questions) == (
-        3, 2, ["reference"], [32, 128, 512], 1)
+        3, 2, ["reference", "decode"], [32, 128, 512], 1)
+    assert (p.reference, p.nli_architecture, p.p_true_shots, p.batch_sizes) == (True, "deberta-large-mnli", 20,
+                                                                                [1, 4, 16])
+    assert efficiency.bench_config_of(p).batch_repeats == 1
     quick = efficiency.Params.for_profile("quick")
     assert (quick.n_questions, quick.repeats, quick.max_new_tokens, quick.prompt_lengths, quick.ladder,
             quick.throughput_questions) == (1, 1, 24, [32, 128, 256], [[64, 2], [128, 4]], 0)
