@@ -579,8 +579,8 @@ def robustness(verdicts: dict[str, str], primary: str) -> dict[str, Any]:
         for k, v in flips.items():
             groups.setdefault(v, []).append(k)
         shown = "; ".join(f"{v} under {len(ks)} ({_common(ks, list(verdicts))})" for v, ks in groups.items())
-        others = f"{same - 1} other{'s' if same - 1 != 1 else ''}"
-        text = f"depends on the reading: {base} under the primary reading and {others}, {shown}"
+        others = f" and {same - 1} other{'s' if same - 1 != 1 else ''}" if same > 1 else ""
+        text = f"depends on the reading: {base} under the primary reading{others}, {shown}"
     return {"robust": not flips, "primary": primary, "flips": flips, "text": text}
 
 

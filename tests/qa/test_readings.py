@@ -64,6 +64,8 @@ def test_robustness_says_robust_or_names_the_readings_that_flip() -> None:
     flip = claims.robustness({"a": "not reproduced", "b": "partly reproduced", "c": "not reproduced"}, "a")
     assert not flip["robust"] and flip["flips"] == {"b": "partly reproduced"}
     assert flip["text"].startswith("depends on the reading: not reproduced under the primary reading and 1 other,")
+    two = claims.robustness({"a": "partly reproduced", "b": "not reproduced"}, "a")  # no other reading agrees
+    assert two["text"].startswith("depends on the reading: partly reproduced under the primary reading, not ")
     keys = {f"grader={g}, p={p}": "no" if g == "x" else "yes" for g in ("x", "y", "z") for p in ("s", "n")}
     text = claims.robustness(keys, "grader=x, p=s")["text"]
     assert "yes under 4 (grader ∈ {y, z})" in text  # p varies freely among them: not named
