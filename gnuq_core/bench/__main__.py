@@ -55,12 +55,15 @@ def _parser(prog: str = "gnuq bench") -> argparse.ArgumentParser:
     p.add_argument("--qa-samples", type=flag("n_samples"), default=d.qa_n_samples, help="N of the records/hour runs (default 10)")
     p.add_argument("--qa-max-new-tokens", type=flag("max_new_tokens"), default=d.qa_max_new_tokens)
     p.add_argument("--skip", nargs="*", default=[], help="timed passes to leave out, e.g. reference")
-    p.add_argument("--batch-sizes", type=flag("size"), nargs="*", default=d.batch_sizes,
+    p.add_argument("--batch-sizes", type=flag(Rule(minimum=1, maximum=4096, integer=True)), nargs="*",
+                   default=d.batch_sizes,
                    help="batch sizes of the batched-scoring throughput (default 1 4 16 64; none: skip)")
-    p.add_argument("--batch-pairs", type=flag("size"), default=d.batch_pairs,
+    p.add_argument("--batch-pairs", type=flag(Rule(minimum=1, maximum=4096, integer=True)), default=d.batch_pairs,
                    help="(prompt, answer) pairs each batch size scores (default 64)")
     p.add_argument("--no-reference", action="store_true",
                    help="do not time the baselines as their reference implementations run them")
+    p.add_argument("--reference-questions", type=flag(Rule(minimum=0, maximum=MAX_SIZE, integer=True)), default=0,
+                   help="questions per dataset for the entailment clustering and few-shot P(True) (default 0: all)")
     p.add_argument("--nli-architecture", default=d.nli_architecture, choices=sorted(NLI_ARCHITECTURES),
                    help="cross-encoder of the reference entailment clustering (random weights)")
     p.add_argument("--p-true-shots", type=flag(Rule(minimum=0, maximum=100, integer=True)), default=d.p_true_shots,
@@ -133,6 +136,7 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
                       qa_max_new_tokens=args.qa_max_new_tokens, device=args.device, dtype=args.dtype,
                       threads=args.threads, seed=args.seed, reference=not args.no_reference,
                       batch_sizes=list(args.batch_sizes), batch_pairs=args.batch_pairs,
+                      reference_questions=args.reference_questions,
                       nli_architecture=args.nli_architecture, p_true_shots=args.p_true_shots)
     if args.quick:
         cfg.n_questions, cfg.repeats, cfg.sweep_repeats = 1, 1, 1

@@ -87,6 +87,9 @@ class BenchConfig:
         clustering costs as many as the reference loop makes), and few-shot P(True)
         (``p_true_fewshot``, timed once per question). Text models only, except the
         sequential sampling.
+    reference_questions : int
+        Questions per dataset on which the entailment comparison and few-shot P(True) are
+        timed (0: all); sequential sampling is timed on every question.
     nli_architecture : str
         The cross-encoder's architecture (`gnuq_core.lm.entailment.NLI_ARCHITECTURES`).
     p_true_shots : int
@@ -126,6 +129,7 @@ class BenchConfig:
     batch_pairs: int = 64
     batch_repeats: int = 2
     reference: bool = True
+    reference_questions: int = 0
     nli_architecture: str = "deberta-large-mnli"
     p_true_shots: int = 20
     device: str = "cpu"
@@ -144,6 +148,8 @@ class BenchConfig:
             raise ValueError(f"nli_architecture={self.nli_architecture!r}: known are {', '.join(NLI_ARCHITECTURES)}")
         if not 0 <= self.p_true_shots <= 100:
             raise ValueError(f"p_true_shots={self.p_true_shots}: use 0-100 worked examples (the reference uses 20)")
+        if self.reference_questions < 0:
+            raise ValueError(f"reference_questions={self.reference_questions}: use 0 (all) or more")
         if any(int(b) < 1 for b in self.batch_sizes) or self.batch_pairs < 1 or self.batch_repeats < 1:
             raise ValueError(f"batch_sizes={self.batch_sizes}, batch_pairs={self.batch_pairs}, batch_repeats="
                              f"{self.batch_repeats}: each must be ≥ 1")

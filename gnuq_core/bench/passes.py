@@ -40,7 +40,9 @@ pass                        engine function
 
 The last three (``BenchConfig.reference``, text models; synthetic ones time only the
 sequential sampling) are the baselines as their reference implementations run them; each
-takes seconds to tens of seconds on a CPU, so they are timed once per question (:data:`ONCE`). The
+takes seconds to tens of seconds on a CPU, so they are timed once per question (:data:`ONCE`),
+and the entailment comparison and few-shot P(True) only on the first
+``BenchConfig.reference_questions`` questions of each dataset (0: all). The
 reference semantic entropy clusters with as many entailment comparisons as its loop makes
 for the samples' clusters (`gnuq_core.lm.entailment.reference_comparisons`), so each round
 also records the derived ``nli_cluster`` = ``nli_check`` × that count (:data:`DERIVED`).
@@ -83,6 +85,11 @@ ENGINE_PASSES = {"generate": "generate", "gradient": "gradient", "p_true": "p_tr
 # reference implementations' passes, each tens of seconds on a CPU (the bootstrap resamples
 # questions, so each question's one measurement carries its weight).
 ONCE = ("sample_sequential", "nli_check", "p_true_fewshot")
+# Reference passes that ``BenchConfig.reference_questions`` limits to the first questions of
+# each dataset (their cost is tens of seconds), and passes not worth a warm-up run (tens of
+# seconds; the code they run is warmed by ``sample`` and ``p_true``).
+NOT_EVERY_QUESTION = ("nli_check", "p_true_fewshot")
+COLD = ("sample_sequential", "p_true_fewshot")
 # Per-round costs derived from a timed pass: name -> (timed pass, Question attribute it is multiplied by).
 DERIVED = {"nli_cluster": ("nli_check", "nli_comparisons")}
 
@@ -274,6 +281,14 @@ def _prompt_tokens(subject: Subject, text: str) -> int:
     return len(subject.tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
+def _beyond_reference_questions(q: Question, questions: list[Question], config: BenchConfig) -> bool:
+    """Whether ``q`` is past the first ``config.reference_questions`` of its dataset (0: none is)."""
+    if not config.reference_questions:
+        return False
+    same = [x.id for x in questions if x.dataset == q.dataset]
+    return same.index(q.id) >= config.reference_questions
+
+
 def time_questions(subject: Subject, questions: list[Question], config: BenchConfig, clusterer: Any = None,
                    progress: bool = True) -> list[dict[str, Any]]:
     """Time every pass ``config.repeats`` times per question, in a fresh random order each
@@ -294,9 +309,12 @@ def time_questions(subject: Subject, questions: list[Question], config: BenchCon
     for q in tqdm(questions, desc=f"{subject.spec} timing", disable=not progress):
         prepare_question(subject, q, config, clusterer)
         passes = {k: v for k, v in make_passes(subject, q, config, clusterer).items() if k not in drop}
+        if _beyond_reference_questions(q, questions, config):
+            passes = {k: v for k, v in passes.items() if k not in NOT_EVERY_QUESTION}
         if not warmed:
-            for p in passes.values():
-                p(0)
+            for name, p in passes.items():
+                if name not in COLD:
+                    p(0)
             warmed = True
         times: dict[str, list[float]] = {k: [] for k in passes}
         cpu_times: dict[str, list[float]] = {k: [] for k in passes}

@@ -57,6 +57,7 @@ LENGTHS = Rule(minimum=1, maximum=OPTIONS["max_new_tokens"].maximum, integer=Tru
                why_maximum=OPTIONS["max_new_tokens"].why_maximum)
 NONNEG_SIZE = Rule(minimum=0, maximum=COUNT.maximum, integer=True, why_maximum=COUNT.why_maximum)
 WHOLE = Rule(minimum=1, integer=True)
+BATCH = Rule(minimum=1, maximum=4096, integer=True, why_maximum="larger batches exhaust memory")
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,8 @@ class Params(ChapterParams):
     skip_passes: list[str] = param(["reference", "decode"], Rule(choices=bench_config.PASS_NAMES),
                                    'timed passes to leave out to save time, e.g. ["reference"]')
     memory_repeats: int = param(1, COUNT, "measured runs per pass for peak memory (after one warm-up run)")
-    threads: int = param(1, THREADS, "torch threads of the pass timings (0: torch's default); 1 keeps CPU time "
+    threads: int = param(2, THREADS, "torch threads of the pass timings (0: torch's default); the book builds one "
+                                     "chapter at a time, so both cores of the 2-core machine; 1 keeps CPU time "
                                      "meaningful on a shared machine")
     throughput: bool = param(True, None, "records per hour of the whole QA pipeline (text models)")
     throughput_questions: int = param(1, NONNEG_SIZE, "questions per dataset for records/hour (0: n_questions)")
@@ -98,11 +100,13 @@ class Params(ChapterParams):
                                                           "of random models (tokens)")
     synthetic_answer: int = param(12, OPTIONS["max_new_tokens"], "answer and sample length cap of random models "
                                                                  "(tokens)")
-    batch_sizes: list[int] = param([1, 4, 16], WHOLE, "batch sizes of the batched-scoring throughput "
-                                                      "(empty: none; `make bench` adds 64)")
-    batch_pairs: int = param(16, WHOLE, "(prompt, answer) pairs each batch size scores (`make bench`: 64)")
+    batch_sizes: list[int] = param([1, 4, 8], BATCH, "batch sizes of the batched-scoring throughput "
+                                                    "(empty: none; `make bench`: 1, 4, 16, 64)")
+    batch_pairs: int = param(8, BATCH, "(prompt, answer) pairs each batch size scores (`make bench`: 64)")
     reference: bool = param(True, None, "also time the baselines as their reference implementations run them "
                                         "(sequential sampling, DeBERTa-large entailment, few-shot P(True))")
+    reference_questions: int = param(1, NONNEG_SIZE, "questions per dataset on which the entailment "
+                                                     "clustering and few-shot P(True) are timed (0: all)")
     nli_architecture: str = param("deberta-large-mnli", Rule(choices=tuple(NLI_ARCHITECTURES)),
                                   "cross-encoder of the reference entailment clustering (random weights)")
     p_true_shots: int = param(20, Rule(minimum=0, maximum=100, integer=True, why_maximum="longer prompts than any "
@@ -141,7 +145,7 @@ def bench_config_of(p: Params) -> bench_config.BenchConfig:
         threads=p.threads or None, seed=p.seed, synthetic_prompt=(p.synthetic_prompt[0], p.synthetic_prompt[1]),
         synthetic_answer=p.synthetic_answer, batch_sizes=list(p.batch_sizes), batch_pairs=p.batch_pairs,
         batch_repeats=1,
-        reference=p.reference, nli_architecture=p.nli_architecture,
+        reference=p.reference, reference_questions=p.reference_questions, nli_architecture=p.nli_architecture,
         p_true_shots=p.p_true_shots)
 
 

@@ -134,3 +134,18 @@ def test_a_once_pass_is_timed_in_the_first_repeat_and_nli_clustering_is_derived(
     assert rec["times"]["nli_cluster"] == pytest.approx([t * k for t in rec["times"]["nli_check"]])
     assert rec["derived"]["nli_cluster"] == f"nli_check × {k} (nli_comparisons)"
     assert rec["functions"]["nli_cluster"] == rec["functions"]["nli_check"] and rec["p_true_fewshot_tokens"] > 0
+
+
+def test_reference_questions_limit_the_entailment_and_few_shot_passes(config: BenchConfig) -> None:
+    from dataclasses import replace
+
+    from gnuq_core.lm.prompts import encode_prompt, format_prompt
+
+    sub = load_subject("tiny-llama")
+    qs = [Question(f"q{i}", "t", t, encode_prompt(sub.tokenizer, format_prompt(sub.tokenizer, t, "chat"), "chat"))
+          for i, t in enumerate(["Who wrote Hamlet?", "What is 2+2?"])]
+    recs = time_questions(sub, qs, replace(config, repeats=1, reference_questions=1), clusterer_for("exact")[0],
+                          progress=False)
+    assert "p_true_fewshot" in recs[0]["times"] and "nli_check" in recs[0]["times"]
+    assert "p_true_fewshot" not in recs[1]["times"] and "nli_cluster" not in recs[1]["times"]
+    assert "sample_sequential" in recs[1]["times"]  # on every question

@@ -163,8 +163,8 @@ def test_params() -> None:
     p = efficiency.Params()
     assert (p.n_questions, p.repeats, p.skip_passes, p.prompt_lengths, p.throughput_questions) == (
         3, 2, ["reference", "decode"], [32, 128, 512], 1)
-    assert (p.reference, p.nli_architecture, p.p_true_shots, p.batch_sizes) == (True, "deberta-large-mnli", 20,
-                                                                                [1, 4, 16])
+    assert (p.reference, p.nli_architecture, p.p_true_shots, p.batch_sizes, p.reference_questions) == (
+        True, "deberta-large-mnli", 20, [1, 4, 8], 1)
     assert efficiency.bench_config_of(p).batch_repeats == 1
     quick = efficiency.Params.for_profile("quick")
     assert (quick.n_questions, quick.repeats, quick.max_new_tokens, quick.prompt_lengths, quick.ladder,
