@@ -281,16 +281,28 @@ def _speedup(p: Params, res: dict[str, Any], profile: str, out: Result) -> None:
             f"c8_{r}_verdict": Markdown(verdicts.get(READINGS[r], entry["verdict"])),
             f"c8_{r}_model": Markdown(f"`{m.settings['model_judged']}`"), f"c8_{r}_per_model": Markdown(per_model(m))})
     se = [d["semantic_entropy"] for d in ms["optimised"].details.values() if d["semantic_entropy"] is not None]
+    se_ref = [d["semantic_entropy"] for d in ms.get("reference", ms["optimised"]).details.values()
+              if d["semantic_entropy"] is not None and "reference" in ms]
     p1 = [d["p_true"] for d in ms["optimised"].details.values() if d["p_true"] is not None]
     out.values.update(
         n_samples_used=res["config"]["n_samples"],
         se_speedup_max=float(max(se)) if se else float("nan"), se_speedup_min=float(min(se)) if se else float("nan"),
         p1_speedup=float(np.median(p1)) if p1 else float("nan"),
         p_true_shots_used=res["config"].get("p_true_shots", 0),
+        reference_questions_used=Markdown(_reference_questions(res["config"])),
+        se_reference_range=Markdown(f"{min(se_ref):.0f}–{max(se_ref):.0f}×" if se_ref else "not measured in this build"),
         fewshot_tokens=Markdown(_token_range(res)),
         nli_comparison_range=Markdown(_comparison_range(res)),
         gap_list=Markdown("; ".join(f"{r['cause']} ×{r['factor']:.1f} on `{r['model']}`" for r in gap)
                           or "not measured in this build"))
+
+
+def _reference_questions(cfg: dict[str, Any]) -> str:
+    """On which questions the entailment comparison and few-shot P(True) were timed, in words."""
+    k = cfg.get("reference_questions", 0)
+    if not k or k >= cfg["n_questions"]:
+        return "every question"
+    return "the first question of each dataset" if k == 1 else f"the first {k} questions of each dataset"
 
 
 def _token_range(res: dict[str, Any]) -> str:

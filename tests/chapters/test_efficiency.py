@@ -76,6 +76,7 @@ def test_every_value_the_page_glues_is_computed(ran) -> None:
     assert v["se_speedup_min"] <= v["se_speedup_max"]
     # the reference baselines: few-shot P(True) and entailment clustering on the text model only
     assert v["p_true_shots_used"] == 2 and v["fewshot_tokens"].data.endswith(" tokens")
+    assert v["reference_questions_used"].data == "every question" and v["se_reference_range"].data.endswith("×")
     assert "comparisons (median" in v["nli_comparison_range"].data
     assert "sampling one answer at a time ×" in v["gap_list"].data
     assert v["batching_list"].data.count("answers/s at B = ") == 2  # both models
