@@ -281,8 +281,8 @@ def _speedup(p: Params, res: dict[str, Any], profile: str, out: Result) -> None:
             f"c8_{r}_verdict": Markdown(verdicts.get(READINGS[r], entry["verdict"])),
             f"c8_{r}_model": Markdown(f"`{m.settings['model_judged']}`"), f"c8_{r}_per_model": Markdown(per_model(m))})
     se = [d["semantic_entropy"] for d in ms["optimised"].details.values() if d["semantic_entropy"] is not None]
-    se_ref = [d["semantic_entropy"] for d in ms.get("reference", ms["optimised"]).details.values()
-              if d["semantic_entropy"] is not None and "reference" in ms]
+    se_ref = ([d["semantic_entropy"] for d in ms["reference"].details.values() if d["semantic_entropy"] is not None]
+              if "reference" in ms else [])
     p1 = [d["p_true"] for d in ms["optimised"].details.values() if d["p_true"] is not None]
     out.values.update(
         n_samples_used=res["config"]["n_samples"],
