@@ -16,7 +16,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from gnuq_core.bench.config import BenchConfig
+from gnuq_core.bench.config import BATCH_SIZE, P_TRUE_SHOTS, BenchConfig
 from gnuq_core.lm.entailment import NLI_ARCHITECTURES
 from gnuq_core.options import MAX_SIZE, OPTIONS, OneLineParser, Rule, flag, output_path, run_command
 from gnuq_core.repro.files import write_atomic
@@ -55,10 +55,9 @@ def _parser(prog: str = "gnuq bench") -> argparse.ArgumentParser:
     p.add_argument("--qa-samples", type=flag("n_samples"), default=d.qa_n_samples, help="N of the records/hour runs (default 10)")
     p.add_argument("--qa-max-new-tokens", type=flag("max_new_tokens"), default=d.qa_max_new_tokens)
     p.add_argument("--skip", nargs="*", default=[], help="timed passes to leave out, e.g. reference")
-    p.add_argument("--batch-sizes", type=flag(Rule(minimum=1, maximum=4096, integer=True)), nargs="*",
-                   default=d.batch_sizes,
+    p.add_argument("--batch-sizes", type=flag(BATCH_SIZE), nargs="*", default=d.batch_sizes,
                    help="batch sizes of the batched-scoring throughput (default 1 4 16 64; none: skip)")
-    p.add_argument("--batch-pairs", type=flag(Rule(minimum=1, maximum=4096, integer=True)), default=d.batch_pairs,
+    p.add_argument("--batch-pairs", type=flag(BATCH_SIZE), default=d.batch_pairs,
                    help="(prompt, answer) pairs each batch size scores (default 64)")
     p.add_argument("--no-reference", action="store_true",
                    help="do not time the baselines as their reference implementations run them")
@@ -66,7 +65,7 @@ def _parser(prog: str = "gnuq bench") -> argparse.ArgumentParser:
                    help="questions per dataset for the entailment clustering and few-shot P(True) (default 0: all)")
     p.add_argument("--nli-architecture", default=d.nli_architecture, choices=sorted(NLI_ARCHITECTURES),
                    help="cross-encoder of the reference entailment clustering (random weights)")
-    p.add_argument("--p-true-shots", type=flag(Rule(minimum=0, maximum=100, integer=True)), default=d.p_true_shots,
+    p.add_argument("--p-true-shots", type=flag(P_TRUE_SHOTS), default=d.p_true_shots,
                    help="worked examples of the reference few-shot P(True) prompt (default 20)")
     p.add_argument("--device", default=d.device)
     p.add_argument("--dtype", default=d.dtype)

@@ -9,9 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gnuq_core.lm.entailment import NLI_ARCHITECTURES
+from gnuq_core.options import Rule
 
 __all__ = ["BenchConfig", "GRAD_GROUPS", "TARGET_GRAD_OVER_FORWARD", "TARGET_MEMORY_FRACTION", "PAPER_SPEEDUP",
-           "SCHEMA", "PASS_NAMES", "REFERENCE_PASSES"]
+           "SCHEMA", "PASS_NAMES", "REFERENCE_PASSES", "BATCH_SIZE", "P_TRUE_SHOTS"]
 
 SCHEMA = 2
 GRAD_GROUPS = ("no_embeddings", "last_block", "lm_head")
@@ -23,6 +24,10 @@ PASS_NAMES = ("generate", "forward", "gradient", *(f"gradient_{g}" for g in GRAD
               "decode", "cluster", "p_true", "p_true_reference", "sample_sequential", "nli_check", "p_true_fewshot")
 # The baselines as their reference implementations run them (``BenchConfig.reference``).
 REFERENCE_PASSES = ("sample_sequential", "nli_check", "p_true_fewshot")
+BATCH_SIZE = Rule(minimum=1, maximum=4096, integer=True, why_maximum="larger batches exhaust memory")
+"""Bounds of a batch size or a number of batched pairs (command line, chapter 07, `BenchConfig`)."""
+P_TRUE_SHOTS = Rule(minimum=0, maximum=100, integer=True, why_maximum="longer prompts than any reference uses")
+"""Bounds of the few-shot P(True) prompt's worked examples (the reference uses 20)."""
 
 
 @dataclass
@@ -146,8 +151,9 @@ class BenchConfig:
             raise ValueError(f"skip={unknown}: no such timed pass; the passes are {', '.join(PASS_NAMES)}")
         if self.nli_architecture not in NLI_ARCHITECTURES:
             raise ValueError(f"nli_architecture={self.nli_architecture!r}: known are {', '.join(NLI_ARCHITECTURES)}")
-        if not 0 <= self.p_true_shots <= 100:
-            raise ValueError(f"p_true_shots={self.p_true_shots}: use 0-100 worked examples (the reference uses 20)")
+        if not P_TRUE_SHOTS.minimum <= self.p_true_shots <= P_TRUE_SHOTS.maximum:
+            raise ValueError(f"p_true_shots={self.p_true_shots}: use {P_TRUE_SHOTS.minimum:g}-{P_TRUE_SHOTS.maximum:g} "
+                             "worked examples (the reference uses 20)")
         if self.reference_questions < 0:
             raise ValueError(f"reference_questions={self.reference_questions}: use 0 (all) or more")
         if any(int(b) < 1 for b in self.batch_sizes) or self.batch_pairs < 1 or self.batch_repeats < 1:

@@ -68,7 +68,7 @@ from typing import Any
 import numpy as np
 
 from gnuq_core.bench import clock
-from gnuq_core.bench.config import GRAD_GROUPS, BenchConfig
+from gnuq_core.bench.config import GRAD_GROUPS, REFERENCE_PASSES, BenchConfig
 from gnuq_core.bench.questions import Question, limits, prepare_question
 from gnuq_core.bench.subjects import Subject
 
@@ -84,7 +84,7 @@ ENGINE_PASSES = {"generate": "generate", "gradient": "gradient", "p_true": "p_tr
 # Passes timed in the first repeat of a question only (their time stands for every round): the
 # reference implementations' passes, each tens of seconds on a CPU (the bootstrap resamples
 # questions, so each question's one measurement carries its weight).
-ONCE = ("sample_sequential", "nli_check", "p_true_fewshot")
+ONCE = REFERENCE_PASSES
 # Reference passes that ``BenchConfig.reference_questions`` limits to the first questions of
 # each dataset (their cost is tens of seconds), and passes not worth a warm-up run (tens of
 # seconds; the code they run is warmed by ``sample`` and ``p_true``).
@@ -180,21 +180,14 @@ def _random_minilm_dir() -> str:
     return str(folder)
 
 
-@functools.cache
-def _nli_model(architecture: str) -> Any:
-    from gnuq_core.lm.entailment import random_nli_model
-
-    return random_nli_model(architecture)
-
-
 def nli_clusterer(tokenizer: Any, architecture: str = "deberta-large-mnli") -> Any:
     """The reference entailment clusterer (`gnuq_core.lm.entailment.EntailmentClusterer`) on a
     randomly initialised cross-encoder of ``architecture``: the pair is encoded with the
     subject's tokenizer (ids folded into the cross-encoder's vocabulary, CLS/SEP framed), so
     its length is a BPE tokenizer's, as DeBERTa's would be."""
-    from gnuq_core.lm.entailment import EntailmentClusterer
+    from gnuq_core.lm.entailment import EntailmentClusterer, random_nli_model
 
-    model = _nli_model(architecture)
+    model = random_nli_model(architecture)  # built once per process
     vocab = model.config.vocab_size
 
     def encode(premise: str, hypothesis: str) -> list[int]:

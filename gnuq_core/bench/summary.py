@@ -53,7 +53,10 @@ REFERENCE_OF = {"sample": "sample_sequential", "cluster": "nli_cluster", "p_true
 P(True) becomes the reference's few-shot P(True), which needs the samples)."""
 READINGS = {"reference": "each baseline as its reference implementation runs it",
             "optimised": "the fastest of this project's optimised baselines"}
-"""C8's readings: the paper's wording ("faster than the baselines") and the conservative one."""
+"""C8's readings: the paper's wording ("faster than the baselines") and the conservative one;
+each is also the ``variant`` of the baselines it is judged against."""
+FASTEST = {"reference": "fastest_reference_baseline", "optimised": "fastest_sampling_baseline"}
+"""The `summarize_model` entry naming each reading's fastest sampling baseline."""
 ESTIMATOR = "epistemic"
 REFERENCE_P_TRUE = ("sample", "p_true_reference")
 TARGET_SECONDS_PER_RECORD = 5.0  # issue 14: whole record per model, this 2-core machine
@@ -254,17 +257,15 @@ def c8_measurement(res: dict[str, Any], settings: dict[str, Any] | None = None,
 
     if reading not in READINGS:
         raise ValueError(f"unknown C8 reading {reading!r}; known: {', '.join(READINGS)}")
-    key = "fastest_sampling_baseline" if reading == "optimised" else "fastest_reference_baseline"
     details: dict[str, Any] = {}
     for spec, e in res["models"].items():
         s = e["summary"]
-        fb = s.get(key)
+        fb = s.get(FASTEST[reading])
         if not fb:
             continue
         sp = s["speedup"]
-        variant = "optimised" if reading == "optimised" else "reference"
         se = next((k for k, m in method_costs().items()
-                   if "semantic_entropy" in m["scores"] and m["variant"] == variant), None)
+                   if "semantic_entropy" in m["scores"] and m["variant"] == reading), None)
         details[spec] = {"baseline": fb, "median": sp[fb]["median"], "ci": sp[fb]["ci"], "rounds": sp[fb]["n"],
                          "questions": sp[fb]["questions"],
                          "semantic_entropy": sp.get(se, {}).get("median"), "p_true": sp.get("p_true", {}).get("median")}
@@ -297,8 +298,7 @@ def c8_readings(res: dict[str, Any], settings: dict[str, Any] | None = None) -> 
     reference reading first: it is the paper's wording)."""
     out = {}
     for reading in ("reference", "optimised"):
-        if any(e["summary"].get("fastest_reference_baseline" if reading == "reference"
-                                else "fastest_sampling_baseline") for e in res["models"].values()):
+        if any(e["summary"].get(FASTEST[reading]) for e in res["models"].values()):
             out[reading] = c8_measurement(res, settings, reading)
     return out
 

@@ -57,7 +57,6 @@ LENGTHS = Rule(minimum=1, maximum=OPTIONS["max_new_tokens"].maximum, integer=Tru
                why_maximum=OPTIONS["max_new_tokens"].why_maximum)
 NONNEG_SIZE = Rule(minimum=0, maximum=COUNT.maximum, integer=True, why_maximum=COUNT.why_maximum)
 WHOLE = Rule(minimum=1, integer=True)
-BATCH = Rule(minimum=1, maximum=4096, integer=True, why_maximum="larger batches exhaust memory")
 
 
 @dataclass(frozen=True)
@@ -100,18 +99,16 @@ class Params(ChapterParams):
                                                           "of random models (tokens)")
     synthetic_answer: int = param(12, OPTIONS["max_new_tokens"], "answer and sample length cap of random models "
                                                                  "(tokens)")
-    batch_sizes: list[int] = param([1, 4, 8], BATCH, "batch sizes of the batched-scoring throughput "
+    batch_sizes: list[int] = param([1, 4, 8], bench_config.BATCH_SIZE, "batch sizes of the batched-scoring throughput "
                                                     "(empty: none; `make bench`: 1, 4, 16, 64)")
-    batch_pairs: int = param(8, BATCH, "(prompt, answer) pairs each batch size scores (`make bench`: 64)")
+    batch_pairs: int = param(8, bench_config.BATCH_SIZE, "(prompt, answer) pairs each batch size scores (`make bench`: 64)")
     reference: bool = param(True, None, "also time the baselines as their reference implementations run them "
                                         "(sequential sampling, DeBERTa-large entailment, few-shot P(True))")
     reference_questions: int = param(1, NONNEG_SIZE, "questions per dataset on which the entailment "
                                                      "clustering and few-shot P(True) are timed (0: all)")
     nli_architecture: str = param("deberta-large-mnli", Rule(choices=tuple(NLI_ARCHITECTURES)),
                                   "cross-encoder of the reference entailment clustering (random weights)")
-    p_true_shots: int = param(20, Rule(minimum=0, maximum=100, integer=True, why_maximum="longer prompts than any "
-                                                                                          "reference uses"),
-                              "worked examples of the reference few-shot P(True) prompt (Farquhar et al.: 20)")
+    p_true_shots: int = param(20, bench_config.P_TRUE_SHOTS, "worked examples of the reference few-shot P(True) prompt (Farquhar et al.: 20)")
 
     def __post_init__(self) -> None:
         super().__post_init__()
