@@ -182,9 +182,14 @@ def glue_values(result: Result, params: ChapterParams | None = None) -> None:
 
 def glue_figure(name: str, fig: Any) -> None:
     """Glue ``fig`` under ``name`` for a ``{glue:figure}`` block and close it (so it is not
-    shown a second time where the cell ran)."""
+    shown a second time where the cell ran).
+
+    Glued as a `~gnuq_core.repro.display.BookFigure`: the column-wide PNG, and a narrow
+    rendering that the book serves to phones (`gnuq_core.repro.picture`)."""
     import matplotlib.pyplot as plt
     from myst_nb import glue
 
-    glue(name, fig, display=False)
+    from gnuq_core.repro.display import BookFigure
+
+    glue(name, BookFigure(fig), display=False)
     plt.close(fig)

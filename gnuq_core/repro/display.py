@@ -6,6 +6,13 @@ Figures are drawn at the size they are shown. The book's content column is
 Use :func:`subplots` (or :func:`figsize`) instead of hand-picked ``figsize=(13, 6)``:
 a 13-inch figure squeezed into the column shrinks its 10 pt labels to 5 px.
 
+On a phone the column is narrower than the figure, and the browser shrinks it: a
+672-px figure on a 390-px phone would show its 9 pt labels 6.6 px tall. So every glued
+figure (:class:`BookFigure`) also carries a **narrow rendering**, the same Figure drawn
+:data:`NARROW_PNG_PX` pixels wide (constrained layout reflows it), which the browser shows
+instead on screens up to :data:`NARROW_SCREEN_PX` wide (a ``<picture>`` element written by
+:mod:`gnuq_core.repro.picture`), so that no text is shown under :data:`MIN_TEXT_PX`.
+
 Tables are HTML ``<table>`` elements with an explicit format and a human name per
 column (:func:`table`), so the page never shows ``iso_f`` or ``0.000000``, and a wide
 table scrolls inside its own box (the ``gnuq-table`` class, styled in
@@ -14,9 +21,12 @@ table scrolls inside its own box (the ``gnuq-table`` class, styled in
 
 from __future__ import annotations
 
+import base64
 import html
 import math
 import numbers
+import re
+import struct
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -30,6 +40,27 @@ MIN_FONT_PT = 9.0
 """Smallest font size (points) any text in a figure may have."""
 MAX_PANELS_PER_ROW = 3
 """More panels side by side than this are unreadable in one column: use more rows."""
+MIN_FONT_PX = MIN_FONT_PT * DPI / 72
+"""The smallest font in image pixels (12.5 px: 9 pt at :data:`DPI`)."""
+MIN_TEXT_PX = 9.0
+"""Smallest height (CSS px) a figure's text may have as a reader sees it, on any screen."""
+PHONE_PX = 375
+"""Width (CSS px) of the narrowest phone screen the narrow rendering is drawn for (iPhone
+SE/mini; on a 390-px phone text is larger, on a 360-px one about 8.6 px)."""
+PHONE_MARGIN_PX = 32
+"""The page's margins on a phone: the content column is the screen less 32 px
+(sphinx-book-theme; measured 358 px at 390 px)."""
+NARROW_PNG_PX = math.floor((PHONE_PX - PHONE_MARGIN_PX) * MIN_FONT_PX / MIN_TEXT_PX)
+"""Widest narrow rendering (image pixels) whose :data:`MIN_FONT_PX` text still shows at
+:data:`MIN_TEXT_PX` when scaled into a :data:`PHONE_PX` phone's column: 476 px."""
+NARROW_SCREEN_PX = 575
+"""Screens up to this width (CSS px, the theme's small-screen breakpoint) get the narrow
+rendering. From 576 px on the column is at least 544 px, where a 683-px wide rendering
+still shows 9 pt text at 9.9 px."""
+NARROW_MEDIA = f"(max-width: {NARROW_SCREEN_PX}.98px)"
+"""The media query under which the browser picks the narrow rendering."""
+NARROW_KEY = "gnuq/narrow"
+"""Output-metadata key of a glued figure's narrow rendering (:meth:`BookFigure._repr_mimebundle_`)."""
 
 STYLE: dict[str, Any] = {
     "figure.dpi": DPI,
@@ -104,6 +135,310 @@ def small_fonts(fig: Any, minimum: float = MIN_FONT_PT) -> list[str]:
 def shown_width_px(fig: Any) -> float:
     """Width in pixels of ``fig``'s PNG as the inline backend renders it."""
     return float(fig.get_figwidth() * fig.dpi)
+
+
+def min_font_px(fig: Any) -> float | None:
+    """Height in image pixels of the smallest visible text of ``fig`` (its size in points at
+    ``fig.dpi``); ``None`` when the figure has no text. Draws the figure first (tick labels
+    get their text when drawn)."""
+    from matplotlib.text import Text
+
+    fig.draw_without_rendering()
+    sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    return min(sizes) * fig.dpi / 72 if sizes else None
+
+
+def render_png(fig: Any) -> bytes:
+    """``fig`` as a PNG, as Jupyter's inline backend renders it (at ``fig.dpi``, cropped to
+    its contents with ``bbox_inches="tight"``)."""
+    from IPython.core.pylabtools import print_figure
+
+    return print_figure(fig, "png", bbox_inches="tight")
+
+
+def png_size(png: bytes) -> tuple[int, int]:
+    """``(width, height)`` in pixels of a PNG, from its header."""
+    if png[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError("not a PNG")
+    return struct.unpack(">II", png[16:24])
+
+
+def _stack_panels(fig: Any) -> float:
+    """Put the panels of ``fig``'s grid under one another, in reading order (in place).
+
+    Each panel keeps its height and its colour bar; a panel that shared its y axis with its
+    left neighbour gets its own y tick labels back (it now stands alone in its row). Returns
+    the factor by which the figure must grow in height (1 when nothing moved: one column
+    already, or panels on nested or several grids).
+    """
+    from matplotlib.gridspec import GridSpec
+
+    panels = [ax for ax in fig.axes if ax.get_subplotspec() is not None]
+    grids = {id(ax.get_subplotspec().get_gridspec()) for ax in panels}
+    if len(grids) != 1:
+        return 1.0
+    grid = panels[0].get_subplotspec().get_gridspec()
+    if type(grid) is not GridSpec or grid.ncols == 1:
+        return 1.0
+    ratios = list(grid.get_height_ratios() or [1.0] * grid.nrows)
+    cells = sorted({(ss.rowspan.start, ss.colspan.start, ss.rowspan.stop)
+                    for ss in (ax.get_subplotspec() for ax in panels)})
+    heights = [sum(ratios[r0:r1]) for r0, _, r1 in cells]
+    column = fig.add_gridspec(len(cells), 1, height_ratios=heights)
+    for ax in panels:
+        ss = ax.get_subplotspec()
+        ax.set_subplotspec(column[cells.index((ss.rowspan.start, ss.colspan.start, ss.rowspan.stop)), 0])
+        if len(ax.get_shared_y_axes().get_siblings(ax)) > 1 and ax.yaxis.get_label_position() == "left":
+            ax.yaxis.set_tick_params(which="both", labelleft=True)
+    return sum(heights) / sum(ratios)
+
+
+def _text_width(text: Any, s: str, renderer: Any) -> float:
+    """Width in pixels of ``s`` set in ``text``'s font, unrotated."""
+    from matplotlib.text import Text
+
+    probe = Text(text=s, fontproperties=text.get_fontproperties())
+    probe.set_figure(text.get_figure(root=True))
+    return probe.get_window_extent(renderer).width
+
+
+def _wrapped(text: Any, s: str, max_px: float, renderer: Any) -> str:
+    """``s`` with its lines wider than ``max_px`` (in ``text``'s font) broken at spaces, each
+    line as full as fits; never inside ``$...$``, and a lone sign ("·", "=") stays with the
+    word before it."""
+    lines = []
+    for line in s.split("\n"):
+        words: list[str] = []
+        for word in re.findall(r"(?:\$[^$]*\$|[^\s$])+", line):
+            if words and len(word) == 1 and not word.isalnum():
+                words[-1] += f" {word}"
+            else:
+                words.append(word)
+        if len(words) < 2 or _text_width(text, line, renderer) <= max_px:
+            lines.append(line)
+            continue
+        current = words[0]
+        for word in words[1:]:
+            if _text_width(text, f"{current} {word}", renderer) <= max_px:
+                current = f"{current} {word}"
+            else:
+                lines.append(current)
+                current = word
+        lines.append(current)
+    return "\n".join(lines)
+
+
+def _wrap(text: Any, max_px: float, renderer: Any) -> None:
+    """Wrap ``text`` to ``max_px`` pixels (:func:`_wrapped`)."""
+    text.set_text(_wrapped(text, text.get_text(), max_px, renderer))
+
+
+def _drawn_tick_labels(axis: Any) -> list[Any]:
+    """The tick labels of ``axis`` that are drawn: visible, not empty, at a tick inside the view."""
+    lo, hi = sorted(axis.get_view_interval())
+    slack = (hi - lo) * 1e-9
+    labels = []
+    ticks = axis.get_major_ticks(len(axis.get_majorticklocs())) + axis.get_minor_ticks(len(axis.get_minorticklocs()))
+    for tick in ticks:
+        if lo - slack <= tick.get_loc() <= hi + slack:
+            labels += [t for t in (tick.label1, tick.label2) if t.get_visible() and t.get_text().strip()]
+    return labels
+
+
+def _drawn_texts(fig: Any) -> list[Any]:
+    """Every text of ``fig`` that a reader sees: tick labels inside the view, axis labels,
+    titles, legend entries and titles, free texts (drawn once first, for their positions)."""
+    from matplotlib.text import Text
+
+    fig.draw_without_rendering()
+    ticks = {id(t) for ax in fig.axes for axis in (ax.xaxis, ax.yaxis) for t in (
+        [tick.label1 for tick in axis.get_major_ticks() + axis.get_minor_ticks()]
+        + [tick.label2 for tick in axis.get_major_ticks() + axis.get_minor_ticks()])}
+    drawn = [t for ax in fig.axes for axis in (ax.xaxis, ax.yaxis) for t in _drawn_tick_labels(axis)]
+    drawn += [t for t in fig.findobj(Text) if id(t) not in ticks and t.get_visible() and t.get_text().strip()]
+    return drawn
+
+
+def _overlap(a: Any, b: Any, slack: float = 1.0) -> bool:
+    return a.x0 < b.x1 - slack and b.x0 < a.x1 - slack and a.y0 < b.y1 - slack and b.y0 < a.y1 - slack
+
+
+def text_overlaps(fig: Any) -> list[str]:
+    """Pairs of texts of ``fig`` that overlap as drawn (by more than a pixel each way), as
+    ``"'a' over 'b'"``: labels a reader cannot tell apart."""
+    renderer = fig.canvas.get_renderer()
+    texts = _drawn_texts(fig)
+    boxes = [t.get_window_extent(renderer) for t in texts]
+    found = []
+    for i in range(len(texts)):
+        for j in range(i + 1, len(texts)):
+            if _overlap(boxes[i], boxes[j]):
+                found.append(f"{texts[i].get_text()!r} over {texts[j].get_text()!r}")
+    return found
+
+
+def _set_legend_columns(legend: Any, ncols: int) -> None:
+    """Pack the entries of ``legend`` into ``ncols`` columns (column by column, as matplotlib
+    fills them). ``Legend.set_ncols`` alone does not re-pack a legend that exists; its
+    entries are moved into new columns of its (private) box of columns."""
+    from matplotlib.offsetbox import VPacker
+
+    box = legend._legend_handle_box
+    columns = box.get_children()
+    items = [item for column in columns for item in column.get_children()]
+    size, extra = divmod(len(items), ncols)
+    packed, start = [], 0
+    for i in range(ncols):
+        stop = start + size + (i < extra)
+        if stop > start:
+            column = VPacker(pad=0, sep=columns[0].sep, align=columns[0].align, children=items[start:stop])
+            column.set_figure(legend.get_figure(root=False))
+            packed.append(column)
+        start = stop
+    box._children = packed
+    legend.set_ncols(ncols)
+
+
+def _fit_legend(legend: Any, room: float, renderer: Any) -> None:
+    """Make ``legend`` at most ``room`` pixels wide: fewer columns, then, in one column,
+    its widest labels wrapped."""
+    fig = legend.get_figure(root=True)
+    fig.draw_without_rendering()
+    width = legend.get_window_extent(renderer).width
+    while width > room and legend._ncols > 1:
+        _set_legend_columns(legend, legend._ncols - 1)
+        fig.draw_without_rendering()
+        width = legend.get_window_extent(renderer).width
+    texts = [t for t in legend.texts if t.get_text().strip()]
+    if width > room and texts:
+        widest = max(_text_width(t, line, renderer) for t in texts for line in t.get_text().split("\n"))
+        for t in texts:
+            _wrap(t, widest - (width - room), renderer)
+
+
+def _crowded(labels: list[Any], renderer: Any) -> bool:
+    boxes = sorted((t.get_window_extent(renderer) for t in labels), key=lambda b: b.x0)
+    return any(_overlap(a, b) for a, b in zip(boxes, boxes[1:]))
+
+
+def _fit_tick_labels(ax: Any, renderer: Any) -> None:
+    """Make the x tick labels of ``ax`` stop overlapping: named ticks (fixed positions, as
+    ``set_xticks(positions, labels)`` makes) of several words are wrapped to the space
+    between ticks; labels still too wide are turned upright; upright ones still touching are
+    thinned to every second (third, ...) label."""
+    from matplotlib.ticker import FixedLocator
+
+    fig = ax.get_figure(root=True)
+    labels = _drawn_tick_labels(ax.xaxis)
+    if len(labels) < 2 or not _crowded(labels, renderer):
+        return
+    locator = ax.xaxis.get_major_locator()
+    named = isinstance(locator, FixedLocator)  # the formatter sets the labels' text at each draw: relabel
+    locs = list(locator.locs) if named else []
+    texts = list(ax.xaxis.get_major_formatter().format_ticks(locs)) if named else []
+    upright = all(t.get_rotation() == 90 for t in labels)
+    if named and not upright and any(len(s.split()) > 1 for s in texts):
+        centres = sorted((b.x0 + b.x1) / 2 for b in (t.get_window_extent(renderer) for t in labels))
+        room = min(b - a for a, b in zip(centres, centres[1:])) - 4
+        texts = [_wrapped(labels[0], " ".join(s.split()), room, renderer) for s in texts]
+        ax.xaxis.set_ticks(locs, labels=texts)
+        fig.draw_without_rendering()
+        if not _crowded(_drawn_tick_labels(ax.xaxis), renderer):
+            return
+    if not upright:
+        ax.tick_params(axis="x", labelrotation=90)
+        fig.draw_without_rendering()
+    for step in range(2, len(labels)):
+        if not _crowded(_drawn_tick_labels(ax.xaxis), renderer):
+            return
+        if named:
+            ax.xaxis.set_ticks(locs, labels=[s if i % step == 0 else "" for i, s in enumerate(texts)])
+        else:
+            for i, t in enumerate(labels):
+                t.set_visible(i % step == 0)
+        fig.draw_without_rendering()
+
+
+def _fit_texts(fig: Any) -> None:
+    """Fit the texts of ``fig`` to its narrow layout: legends wider than the figure (a figure
+    legend) or than their panel's cell (an axes legend) are narrowed (:func:`_fit_legend`),
+    crowded x tick labels are fitted (:func:`_fit_tick_labels`), then each axes' title and
+    x label are wrapped to the axes' width and its y label to its height."""
+    renderer = fig.canvas.get_renderer()
+    for legend in fig.legends:
+        _fit_legend(legend, fig.bbox.width * 0.98, renderer)
+    for ax in fig.axes:
+        legend, ss = ax.get_legend(), ax.get_subplotspec()
+        if legend is not None and ss is not None:  # the cell, not the axes: a wide legend squeezes the axes
+            _fit_legend(legend, ss.get_position(fig).width * fig.bbox.width * 0.8, renderer)
+    fig.draw_without_rendering()
+    for ax in fig.axes:
+        _fit_tick_labels(ax, renderer)
+    for ax in fig.axes:
+        box = ax.get_window_extent(renderer)
+        for text, room in ((ax.title, box.width), (ax.xaxis.label, box.width), (ax.yaxis.label, box.height)):
+            if text.get_visible() and text.get_text().strip():
+                _wrap(text, room, renderer)
+
+
+def narrow_png(fig: Any, max_px: int = NARROW_PNG_PX) -> bytes:
+    """``fig`` laid out again for a phone and rendered at most ``max_px`` pixels wide.
+
+    The panels of a grid are stacked in one column (:func:`_stack_panels`), the figure is
+    resized to ``max_px`` (its constrained layout reflows the panels, labels and colour
+    bars), legends, titles and axis labels too long for it are narrowed or wrapped and
+    crowded x tick labels wrapped, turned upright or thinned (:func:`_fit_texts`). Then it
+    is rendered like :func:`render_png`; the crop to its contents adds a few pixels, which a
+    second try takes off.
+
+    This changes ``fig`` (it is left in its narrow layout): render the wide PNG first.
+    """
+    width, height = fig.get_size_inches()
+    height = height * _stack_panels(fig)
+    target = min(float(width), max_px / fig.dpi)
+    fig.set_size_inches(target, height, forward=False)
+    _fit_texts(fig)
+    for _ in range(3):
+        png = render_png(fig)
+        excess = png_size(png)[0] - max_px
+        if excess <= 0:
+            break
+        target -= excess / fig.dpi
+        fig.set_size_inches(target, height, forward=False)
+        _fit_texts(fig)
+    return png
+
+
+class BookFigure:
+    """A matplotlib Figure as the book glues it: the column-wide PNG and a narrow one for phones.
+
+    Displayed (``myst_nb.glue``) as an ``image/png`` bundle, like the Figure itself, whose
+    output metadata carries under :data:`NARROW_KEY` the narrow rendering
+    (:func:`narrow_png`), the media query that selects it, the figure's smallest text in
+    image pixels (:func:`min_font_px`) and the texts that overlap in either rendering
+    (:func:`text_overlaps`; the book's tests want none). `gnuq_core.repro.picture` turns that into a
+    ``<picture>`` in the HTML. Both PNGs are rendered on creation (the Figure is left in its
+    narrow layout), so the Figure may be closed afterwards.
+    """
+
+    def __init__(self, fig: Any) -> None:
+        self.text = repr(fig)
+        self.min_font_px = min_font_px(fig)
+        self.wide = render_png(fig)
+        self.overlaps = {"wide": text_overlaps(fig)}
+        self.narrow = narrow_png(fig)  # changes fig: after the wide one
+        self.overlaps["narrow"] = text_overlaps(fig)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> tuple[dict, dict]:
+        data = {"image/png": base64.b64encode(self.wide).decode("ascii"), "text/plain": self.text}
+        narrow_w, narrow_h = png_size(self.narrow)
+        metadata = {NARROW_KEY: {"image/png": base64.b64encode(self.narrow).decode("ascii"),
+                                 "width": narrow_w, "height": narrow_h, "media": NARROW_MEDIA,
+                                 "min_font_px": self.min_font_px, "overlaps": self.overlaps}}
+        return data, metadata
+
+    def __repr__(self) -> str:
+        return self.text
 
 
 Formatter = str | Callable[[Any], str]

@@ -81,3 +81,77 @@ def test_key_value_table_without_headers_has_no_empty_header_row() -> None:
 def test_nowrap_column() -> None:
     html = display.table(pd.DataFrame({"ci": ["0.76 [0.73, 0.80]"]}), {"ci": ("measured", "", True)}).html
     assert '<td class="text nowrap">0.76 [0.73, 0.80]</td>' in html
+
+
+# The narrow rendering: a second PNG of every glued figure, for phones.
+
+
+def test_narrow_width_keeps_text_at_least_min_text_px_on_a_phone() -> None:
+    column = display.PHONE_PX - display.PHONE_MARGIN_PX
+    assert display.MIN_FONT_PX == pytest.approx(12.5)
+    assert display.MIN_FONT_PX * column / display.NARROW_PNG_PX >= display.MIN_TEXT_PX
+    assert display.MIN_FONT_PX * column / (display.NARROW_PNG_PX + 1) < display.MIN_TEXT_PX + 0.05, "needlessly narrow"
+    # above the breakpoint the column is at least 576 - 32 px: a wide PNG (683 px) keeps 9 pt at 9 px
+    assert display.MIN_FONT_PX * (display.NARROW_SCREEN_PX + 1 - display.PHONE_MARGIN_PX) / 690 >= display.MIN_TEXT_PX
+
+
+def test_book_figure_carries_a_narrow_rendering() -> None:
+    from IPython.core.formatters import format_display_data
+
+    fig, axes = display.subplots(1, 2, panel_height=2.5, sharey=True)
+    for ax in axes:
+        ax.plot([0, 1], [0, 1], label="a line")
+        ax.set_xlabel("proxy shift δ")
+    fig_repr = repr(fig)
+    bf = display.BookFigure(fig)
+    plt.close(fig)
+    data, meta = format_display_data(bf)
+    assert set(data) == {"image/png", "text/plain"} and data["text/plain"] == fig_repr
+    narrow = meta[display.NARROW_KEY]
+    assert narrow["media"] == display.NARROW_MEDIA and narrow["min_font_px"] == pytest.approx(12.5)
+    assert narrow["overlaps"] == {"wide": [], "narrow": []}
+    wide_w, wide_h = display.png_size(bf.wide)
+    assert wide_w == pytest.approx(display.COLUMN_PX, abs=15), "the wide PNG is the one shown today"
+    assert (narrow["width"], narrow["height"]) == display.png_size(bf.narrow)
+    assert display.NARROW_PNG_PX - 6 <= narrow["width"] <= display.NARROW_PNG_PX
+    assert narrow["height"] > 1.8 * wide_h, "two panels side by side are stacked"
+
+
+def test_narrow_layout_stacks_panels_and_gives_shared_y_its_labels_back() -> None:
+    fig, axes = display.subplots(2, 2, panel_height=2.0, sharey=True)
+    for i, ax in enumerate(axes.flat):
+        ax.set_title(f"panel {i}")
+    display.narrow_png(fig)
+    tops = [ax.get_position().y0 for ax in axes.flat]
+    assert tops == sorted(tops, reverse=True), "stacked in reading order"
+    assert len({round(ax.get_position().x0, 3) for ax in axes.flat}) == 1, "one column"
+    for ax in axes.flat:
+        assert any(t.get_visible() and t.get_text() for t in ax.get_yticklabels()), "y tick labels shown"
+    assert fig.get_figheight() == pytest.approx(8.0)
+    plt.close(fig)
+
+
+def test_narrow_layout_wraps_long_labels_and_narrows_legends() -> None:
+    fig, ax = display.subplots()
+    for i in range(3):
+        ax.plot([0, 1], [i, i + 1], label=f"a rather long legend label {i}")
+    ax.set_xlabel("Spearman ρ with the reference (head GGN on the fine-tuning data), a long label")
+    fig.legend(loc="outside lower center", ncols=3)
+    ax.set_xticks(range(4), [f"category number {i}" for i in range(4)])
+    ax.set_xlim(-0.5, 3.5)
+    assert display.text_overlaps(fig) == []  # at the column's width
+    png = display.narrow_png(fig)
+    assert display.png_size(png)[0] <= display.NARROW_PNG_PX
+    assert "\n" in ax.get_xlabel()
+    assert fig.legends[0]._ncols < 3 and fig.legends[0].get_window_extent().width <= fig.bbox.width
+    assert all("\n" in t.get_text() for t in ax.get_xticklabels()), "category labels wrapped"
+    assert display.text_overlaps(fig) == []
+    plt.close(fig)
+
+
+def test_text_overlaps_are_found() -> None:
+    fig, ax = display.subplots()
+    ax.text(0.5, 0.5, "one label")
+    ax.text(0.52, 0.5, "another label")
+    assert display.text_overlaps(fig) == ["'one label' over 'another label'"]
+    plt.close(fig)
