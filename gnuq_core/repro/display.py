@@ -44,19 +44,20 @@ MIN_FONT_PX = MIN_FONT_PT * DPI / 72
 """The smallest font in image pixels (12.5 px: 9 pt at :data:`DPI`)."""
 MIN_TEXT_PX = 9.0
 """Smallest height (CSS px) a figure's text may have as a reader sees it, on any screen."""
-PHONE_PX = 375
-"""Width (CSS px) of the narrowest phone screen the narrow rendering is drawn for (iPhone
-SE/mini; on a 390-px phone text is larger, on a 360-px one about 8.6 px)."""
-PHONE_MARGIN_PX = 32
-"""The page's margins on a phone: the content column is the screen less 32 px
-(sphinx-book-theme; measured 358 px at 390 px)."""
+PHONE_PX = 360
+"""Width (CSS px) of the narrowest phone screen the narrow rendering is drawn for (most
+Android phones; iPhones are 375 to 430 px wide, where its text is larger)."""
+PHONE_MARGIN_PX = 48
+"""The page's margins below 576 px: a figure may be the screen's width less 48 px
+(sphinx-book-theme; measured 342 px at 390 px, 312 px at 360 px)."""
 NARROW_PNG_PX = math.floor((PHONE_PX - PHONE_MARGIN_PX) * MIN_FONT_PX / MIN_TEXT_PX)
 """Widest narrow rendering (image pixels) whose :data:`MIN_FONT_PX` text still shows at
-:data:`MIN_TEXT_PX` when scaled into a :data:`PHONE_PX` phone's column: 476 px."""
+:data:`MIN_TEXT_PX` when scaled into a :data:`PHONE_PX` phone's column: 433 px (on a
+390-px phone its 9 pt text shows at 9.9 px)."""
 NARROW_SCREEN_PX = 575
 """Screens up to this width (CSS px, the theme's small-screen breakpoint) get the narrow
-rendering. From 576 px on the column is at least 544 px, where a 683-px wide rendering
-still shows 9 pt text at 9.9 px."""
+rendering. From 576 px on a figure may be at least 528 px wide (608 px at 1200 px, where
+the sidebar appears), where a 690-px wide rendering still shows 9 pt text at 9.6 px."""
 NARROW_MEDIA = f"(max-width: {NARROW_SCREEN_PX}.98px)"
 """The media query under which the browser picks the narrow rendering."""
 NARROW_KEY = "gnuq/narrow"

@@ -91,7 +91,7 @@ def test_narrow_width_keeps_text_at_least_min_text_px_on_a_phone() -> None:
     assert display.MIN_FONT_PX == pytest.approx(12.5)
     assert display.MIN_FONT_PX * column / display.NARROW_PNG_PX >= display.MIN_TEXT_PX
     assert display.MIN_FONT_PX * column / (display.NARROW_PNG_PX + 1) < display.MIN_TEXT_PX + 0.05, "needlessly narrow"
-    # above the breakpoint the column is at least 576 - 32 px: a wide PNG (683 px) keeps 9 pt at 9 px
+    # above the breakpoint a figure is at least 576 - 48 px wide: a wide PNG (683 px) keeps 9 pt at 9 px
     assert display.MIN_FONT_PX * (display.NARROW_SCREEN_PX + 1 - display.PHONE_MARGIN_PX) / 690 >= display.MIN_TEXT_PX
 
 
