@@ -164,13 +164,27 @@ def png_size(png: bytes) -> tuple[int, int]:
     return struct.unpack(">II", png[16:24])
 
 
+_PLACES = {1: [""], 2: ["{0}", "{1}"], 3: ["{0}", "middle", "{1}"]}
+
+
+def _place(index: int, span: int, count: int, ends: tuple[str, str], name: str) -> str:
+    """Where a cell sits along one direction of a grid: "left", "middle", "right" (or "row 4")."""
+    if span != 1 or count == 1:
+        return ""
+    if count in _PLACES:
+        return _PLACES[count][index].format(*ends)
+    return f"{name} {index + 1}"
+
+
 def _stack_panels(fig: Any) -> float:
     """Put the panels of ``fig``'s grid under one another, in reading order (in place).
 
     Each panel keeps its height and its colour bar; a panel that shared its y axis with its
-    left neighbour gets its own y tick labels back (it now stands alone in its row). Returns
-    the factor by which the figure must grow in height (1 when nothing moved: one column
-    already, or panels on nested or several grids).
+    left neighbour gets its own y tick labels back (it now stands alone in its row). Each
+    panel's title starts with where it was, "(left)", "(top right)", so that a caption
+    written for the wide figure ("Left: ...") still finds it. Returns the factor by which the
+    figure must grow in height (1 when nothing moved: one column already, or panels on
+    nested or several grids).
     """
     from matplotlib.gridspec import GridSpec
 
@@ -182,15 +196,25 @@ def _stack_panels(fig: Any) -> float:
     if type(grid) is not GridSpec or grid.ncols == 1:
         return 1.0
     ratios = list(grid.get_height_ratios() or [1.0] * grid.nrows)
-    cells = sorted({(ss.rowspan.start, ss.colspan.start, ss.rowspan.stop)
+    cells = sorted({(ss.rowspan.start, ss.colspan.start, ss.rowspan.stop, ss.colspan.stop)
                     for ss in (ax.get_subplotspec() for ax in panels)})
-    heights = [sum(ratios[r0:r1]) for r0, _, r1 in cells]
+    heights = [sum(ratios[r0:r1]) for r0, _, r1, _ in cells]
     column = fig.add_gridspec(len(cells), 1, height_ratios=heights)
+    titled = set()
     for ax in panels:
         ss = ax.get_subplotspec()
-        ax.set_subplotspec(column[cells.index((ss.rowspan.start, ss.colspan.start, ss.rowspan.stop)), 0])
+        cell = (ss.rowspan.start, ss.colspan.start, ss.rowspan.stop, ss.colspan.stop)
+        ax.set_subplotspec(column[cells.index(cell), 0])
         if len(ax.get_shared_y_axes().get_siblings(ax)) > 1 and ax.yaxis.get_label_position() == "left":
             ax.yaxis.set_tick_params(which="both", labelleft=True)
+        if cell not in titled:  # twin axes share a cell: one mark
+            titled.add(cell)
+            where = " ".join(w for w in (
+                _place(cell[0], cell[2] - cell[0], grid.nrows, ("top", "bottom"), "row"),
+                _place(cell[1], cell[3] - cell[1], grid.ncols, ("left", "right"), "column")) if w)
+            where = "centre" if where == "middle middle" else where
+            if where:
+                ax.title.set_text(f"({where}) {ax.get_title()}".rstrip())
     return sum(heights) / sum(ratios)
 
 
@@ -385,7 +409,8 @@ def _fit_texts(fig: Any) -> None:
 def narrow_png(fig: Any, max_px: int = NARROW_PNG_PX) -> bytes:
     """``fig`` laid out again for a phone and rendered at most ``max_px`` pixels wide.
 
-    The panels of a grid are stacked in one column (:func:`_stack_panels`), the figure is
+    The panels of a grid are stacked in one column, each title starting with where the panel
+    was, "(left)", for the captions (:func:`_stack_panels`); the figure is
     resized to ``max_px`` (its constrained layout reflows the panels, labels and colour
     bars), legends, titles and axis labels too long for it are narrowed or wrapped and
     crowded x tick labels wrapped, turned upright or thinned (:func:`_fit_texts`). Then it

@@ -127,6 +127,8 @@ def test_narrow_layout_stacks_panels_and_gives_shared_y_its_labels_back() -> Non
     assert len({round(ax.get_position().x0, 3) for ax in axes.flat}) == 1, "one column"
     for ax in axes.flat:
         assert any(t.get_visible() and t.get_text() for t in ax.get_yticklabels()), "y tick labels shown"
+    assert [ax.get_title() for ax in axes.flat] == ["(top left) panel 0", "(top right) panel 1",
+                                                    "(bottom left) panel 2", "(bottom right) panel 3"]
     assert fig.get_figheight() == pytest.approx(8.0)
     plt.close(fig)
 
