@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
 
+from gnuq_core.repro import display
 from gnuq_core.repro.chapters import chapters
 from gnuq_core.repro.toc import toc_chapters, toc_files
 
@@ -78,3 +80,42 @@ def test_images_in_the_html_have_alt_text(smoke_book: Path) -> None:
         for img in re.findall(r"<img [^>]*>", html):
             alt = re.search(r'alt="([^"]*)"', img)
             assert alt and alt.group(1) and not alt.group(1).endswith(".png"), f"{page}: {img[:120]}"
+
+
+def test_every_glued_figure_has_a_narrow_rendering_without_overlapping_text(smoke_book: Path) -> None:
+    """Each figure a page shows (``{glue:figure}``) carries its narrow rendering
+    (`gnuq_core.repro.display.BookFigure`), no wider than a phone allows, with no text under
+    9 pt and none overlapping in either rendering."""
+    sources = {p.stem: p for p in chapters()}
+    for nb in sorted((smoke_book.parent.parent / "book" / "_generated").glob("*.ipynb")):
+        if nb.stem not in sources:
+            continue  # the runnable copies
+        shown = set(re.findall(r"\{glue:figure\} (\w+)", sources[nb.stem].read_text()))
+        glued = {}
+        for cell in json.loads(nb.read_text())["cells"]:
+            for output in cell.get("outputs", []):
+                meta = output.get("metadata", {})
+                if meta.get("scrapbook", {}).get("name") in shown:
+                    glued[meta["scrapbook"]["name"]] = meta.get(display.NARROW_KEY)
+        assert set(glued) == shown, f"{nb.stem}: figures shown but not glued: {sorted(shown - set(glued))}"
+        for name, narrow in glued.items():
+            where = f"{nb.stem}:{name}"
+            assert narrow, f"{where}: no narrow rendering (not glued with glue_figure?)"
+            assert narrow["width"] <= display.NARROW_PNG_PX, f"{where}: narrow rendering {narrow['width']} px wide"
+            assert narrow["min_font_px"] >= display.MIN_FONT_PX - 1e-6, f"{where}: text under 9 pt"
+            assert narrow["overlaps"] == {"wide": [], "narrow": []}, f"{where}: overlapping texts {narrow['overlaps']}"
+
+
+def test_every_glued_figure_is_a_picture_with_its_narrow_source(smoke_book: Path) -> None:
+    for page in toc_files():
+        html = (smoke_book / f"{page}.html").read_text()
+        for figure in re.findall(r"<figure [^>]*>.*?</figure>", html, flags=re.S):
+            if "<img " not in figure:
+                continue
+            picture = re.search(r'<picture class="gnuq-figure" data-min-font-px="[\d.]+"><source media="([^"]+)" '
+                                r'srcset="([^"]+)" type="image/png" /><img [^>]*src="([^"]+)"', figure)
+            assert picture, f"{page}: a figure without its narrow rendering: {figure[:200]}"
+            media, narrow, wide = picture.groups()
+            assert media == display.NARROW_MEDIA
+            page_dir = (smoke_book / page).parent
+            assert (page_dir / narrow).is_file() and (page_dir / wide).is_file(), f"{page}: {narrow} or {wide} missing"

@@ -223,3 +223,88 @@ def test_page(browser, server: str, smoke_book: Path, page_file: str) -> None:  
     assert "Traceback (most recent call last)" not in text, f"{page_file}: traceback in the page"
     assert page.locator("div.output.error, div.output.stderr").count() == 0, f"{page_file}: error output"
     page.close()
+
+
+# The smallest text of every figure, as the browser shows it: the figure's smallest font in
+# image pixels (data-min-font-px on its <picture>, gnuq_core.repro.picture) scaled by the
+# width the image is drawn at over the width of the image the browser chose (currentSrc).
+FIGURE_TEXT = """() => Array.from(document.querySelectorAll('figure img')).map(img => {
+    const picture = img.closest('picture');
+    const link = img.closest('a');
+    return {alt: img.alt.slice(0, 60), src: img.src, chosen: img.currentSrc, shown: img.getBoundingClientRect().width,
+            natural: img.naturalWidth, minFontPx: picture ? parseFloat(picture.dataset.minFontPx) : NaN,
+            narrowSrc: picture ? new URL(picture.querySelector('source').srcset, document.baseURI).href : null,
+            link: link ? link.href : null};
+})"""
+MIN_TEXT_PX = 9.0
+
+
+def figure_text_problems(page: object, *, phone: bool) -> list[str]:
+    """Figures of the open ``page`` whose smallest text is shown under :data:`MIN_TEXT_PX`, or
+    that show the wrong rendering for the screen (the narrow one on a phone, the wide one
+    elsewhere), or whose enlarge link does not open the image shown."""
+    page.wait_for_function("() => Array.from(document.querySelectorAll('figure img')).every(i => i.complete)")
+    problems = []
+    for f in page.evaluate(FIGURE_TEXT):
+        if f["minFontPx"] != f["minFontPx"]:  # NaN: not a <picture>
+            problems.append(f"figure {f['alt']!r} has no narrow rendering (no <picture> with data-min-font-px)")
+            continue
+        shown = f["minFontPx"] * f["shown"] / f["natural"]
+        if shown < MIN_TEXT_PX:
+            problems.append(f"figure {f['alt']!r}: smallest text {shown:.1f} px ({f['chosen'].rsplit('/', 1)[-1]}, "
+                            f"{f['natural']} px drawn {f['shown']:.0f} px wide)")
+        want = f["narrowSrc"] if phone else f["src"]
+        if f["chosen"] != want:
+            problems.append(f"figure {f['alt']!r}: the browser chose {f['chosen']}, not the "
+                            f"{'narrow' if phone else 'wide'} rendering {want}")
+        if f["link"] != f["chosen"]:
+            problems.append(f"figure {f['alt']!r}: the enlarge link opens {f['link']}, not the image shown")
+    return problems
+
+
+def test_figure_checker_fails_on_small_text(browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from gnuq_core.repro import display
+
+    fig, axes = display.subplots(1, 2)
+    bf = display.BookFigure(fig)
+    plt.close(fig)
+    (tmp_path / "wide.png").write_bytes(bf.wide)
+    (tmp_path / "narrow.png").write_bytes(bf.narrow)
+    good = (f'<html><body><article style="margin:0 24px"><figure style="margin:0"><a><picture class="gnuq-figure" '
+            f'data-min-font-px="{bf.min_font_px}"><source media="{display.NARROW_MEDIA}" srcset="narrow.png" '
+            f'type="image/png" /><img alt="two empty panels" src="wide.png" style="max-width:100%"></picture></a>'
+            f'</figure></article><script>const i = document.querySelector("img"), a = document.querySelector("a");'
+            f'i.addEventListener("load", () => a.href = i.currentSrc);</script></body></html>')
+    (tmp_path / "good.html").write_text(good)
+    (tmp_path / "wide_only.html").write_text(good.replace('srcset="narrow.png"', 'srcset="wide.png"'))
+    for viewport, phone in ((PHONE, True), (DESKTOP, False)):
+        page = browser.new_page(viewport=viewport)
+        page.goto((tmp_path / "good.html").as_uri())
+        assert figure_text_problems(page, phone=phone) == [], "the good page passes"
+        page.goto((tmp_path / "wide_only.html").as_uri())
+        problems = figure_text_problems(page, phone=phone)
+        if phone:
+            assert any("smallest text 6." in p for p in problems), problems
+        else:
+            assert problems == []
+        page.close()
+
+
+FIGURE_PAGES = [p for p in toc_files() if "_generated/" in p]
+
+
+@pytest.mark.parametrize("page_file", FIGURE_PAGES)
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_figure_text_is_legible(browser, server: str, page_file: str, viewport: dict) -> None:  # type: ignore[no-untyped-def]
+    """At 390 px the browser shows each figure's narrow rendering, at 1280 px its wide one,
+    and either way its smallest text is at least 9 px tall on the screen."""
+    page = browser.new_page(viewport=viewport)
+    page.goto(f"{server}/{page_file}.html", wait_until="networkidle")
+    problems = figure_text_problems(page, phone=viewport is PHONE)
+    page.close()
+    assert not problems, f"{page_file} at {viewport['width']} px: " + "; ".join(problems)
