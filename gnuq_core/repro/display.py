@@ -138,13 +138,14 @@ def shown_width_px(fig: Any) -> float:
     return float(fig.get_figwidth() * fig.dpi)
 
 
-def min_font_px(fig: Any) -> float | None:
+def min_font_px(fig: Any, *, draw: bool = True) -> float | None:
     """Height in image pixels of the smallest visible text of ``fig`` (its size in points at
     ``fig.dpi``); ``None`` when the figure has no text. Draws the figure first (tick labels
-    get their text when drawn)."""
+    get their text when drawn) unless ``draw`` is false."""
     from matplotlib.text import Text
 
-    fig.draw_without_rendering()
+    if draw:
+        fig.draw_without_rendering()
     sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
     return min(sizes) * fig.dpi / 72 if sizes else None
 
@@ -272,10 +273,9 @@ def _drawn_tick_labels(axis: Any) -> list[Any]:
 
 def _drawn_texts(fig: Any) -> list[Any]:
     """Every text of ``fig`` that a reader sees: tick labels inside the view, axis labels,
-    titles, legend entries and titles, free texts (drawn once first, for their positions)."""
+    titles, legend entries and titles, free texts (as last drawn)."""
     from matplotlib.text import Text
 
-    fig.draw_without_rendering()
     ticks = {id(t) for ax in fig.axes for axis in (ax.xaxis, ax.yaxis) for t in (
         [tick.label1 for tick in axis.get_major_ticks() + axis.get_minor_ticks()]
         + [tick.label2 for tick in axis.get_major_ticks() + axis.get_minor_ticks()])}
@@ -288,9 +288,12 @@ def _overlap(a: Any, b: Any, slack: float = 1.0) -> bool:
     return a.x0 < b.x1 - slack and b.x0 < a.x1 - slack and a.y0 < b.y1 - slack and b.y0 < a.y1 - slack
 
 
-def text_overlaps(fig: Any) -> list[str]:
+def text_overlaps(fig: Any, *, draw: bool = True) -> list[str]:
     """Pairs of texts of ``fig`` that overlap as drawn (by more than a pixel each way), as
-    ``"'a' over 'b'"``: labels a reader cannot tell apart."""
+    ``"'a' over 'b'"``: labels a reader cannot tell apart. Draws the figure first unless
+    ``draw`` is false."""
+    if draw:
+        fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()
     texts = _drawn_texts(fig)
     boxes = [t.get_window_extent(renderer) for t in texts]
@@ -324,21 +327,23 @@ def _set_legend_columns(legend: Any, ncols: int) -> None:
     legend.set_ncols(ncols)
 
 
-def _fit_legend(legend: Any, room: float, renderer: Any) -> None:
+def _fit_legend(legend: Any, room: float, renderer: Any) -> bool:
     """Make ``legend`` at most ``room`` pixels wide: fewer columns, then, in one column,
-    its widest labels wrapped."""
+    its widest labels wrapped. Measures it as last drawn; says whether it changed it."""
     fig = legend.get_figure(root=True)
-    fig.draw_without_rendering()
     width = legend.get_window_extent(renderer).width
+    changed = False
     while width > room and legend._ncols > 1:
         _set_legend_columns(legend, legend._ncols - 1)
         fig.draw_without_rendering()
-        width = legend.get_window_extent(renderer).width
+        width, changed = legend.get_window_extent(renderer).width, True
     texts = [t for t in legend.texts if t.get_text().strip()]
     if width > room and texts:
         widest = max(_text_width(t, line, renderer) for t in texts for line in t.get_text().split("\n"))
         for t in texts:
             _wrap(t, widest - (width - room), renderer)
+        changed = True
+    return changed
 
 
 def _crowded(labels: list[Any], renderer: Any) -> bool:
@@ -390,13 +395,14 @@ def _fit_texts(fig: Any) -> None:
     crowded x tick labels are fitted (:func:`_fit_tick_labels`), then each axes' title and
     x label are wrapped to the axes' width and its y label to its height."""
     renderer = fig.canvas.get_renderer()
-    for legend in fig.legends:
-        _fit_legend(legend, fig.bbox.width * 0.98, renderer)
-    for ax in fig.axes:
-        legend, ss = ax.get_legend(), ax.get_subplotspec()
-        if legend is not None and ss is not None:  # the cell, not the axes: a wide legend squeezes the axes
-            _fit_legend(legend, ss.get_position(fig).width * fig.bbox.width * 0.8, renderer)
     fig.draw_without_rendering()
+    legends = [(legend, fig.bbox.width * 0.98) for legend in fig.legends]
+    for ax in fig.axes:  # an axes legend: the cell's width, not the axes' (a wide legend squeezes the axes)
+        legend, ss = ax.get_legend(), ax.get_subplotspec()
+        if legend is not None and ss is not None:
+            legends.append((legend, ss.get_position(fig).width * fig.bbox.width * 0.8))
+    if any([_fit_legend(legend, room, renderer) for legend, room in legends]):
+        fig.draw_without_rendering()
     for ax in fig.axes:
         _fit_tick_labels(ax, renderer)
     for ax in fig.axes:
@@ -414,24 +420,34 @@ def narrow_png(fig: Any, max_px: int = NARROW_PNG_PX) -> bytes:
     resized to ``max_px`` (its constrained layout reflows the panels, labels and colour
     bars), legends, titles and axis labels too long for it are narrowed or wrapped and
     crowded x tick labels wrapped, turned upright or thinned (:func:`_fit_texts`). Then it
-    is rendered like :func:`render_png`; the crop to its contents adds a few pixels, which a
-    second try takes off.
+    is rendered like :func:`render_png`, a little narrower than ``max_px`` so that its crop
+    to its contents (which adds a margin) is ``max_px`` wide at most.
 
     This changes ``fig`` (it is left in its narrow layout): render the wide PNG first.
     """
+    import matplotlib as mpl
+
     width, height = fig.get_size_inches()
     height = height * _stack_panels(fig)
-    target = min(float(width), max_px / fig.dpi)
-    fig.set_size_inches(target, height, forward=False)
-    _fit_texts(fig)
-    for _ in range(3):
-        png = render_png(fig)
-        excess = png_size(png)[0] - max_px
+    pad_px = 2 * mpl.rcParams["savefig.pad_inches"] * fig.dpi  # the crop's margin
+    engine = fig.get_layout_engine()
+    inset_px = 2 * engine.get().get("w_pad", 0) * fig.dpi if engine is not None else 0  # the layout's own
+    target = min(float(width), (max_px - pad_px + inset_px) / fig.dpi)
+    renderer = fig.canvas.get_renderer()
+    for _ in range(4):
+        fig.set_size_inches(target, height, forward=False)
+        _fit_texts(fig)
+        fig.draw_without_rendering()
+        excess = math.ceil(fig.get_tightbbox(renderer).width * fig.dpi + pad_px) - max_px
         if excess <= 0:
             break
         target -= excess / fig.dpi
-        fig.set_size_inches(target, height, forward=False)
+    png = render_png(fig)
+    excess = png_size(png)[0] - max_px
+    if excess > 0:  # the estimate of the crop was short
+        fig.set_size_inches(target - excess / fig.dpi, height, forward=False)
         _fit_texts(fig)
+        png = render_png(fig)
     return png
 
 
@@ -449,9 +465,10 @@ class BookFigure:
 
     def __init__(self, fig: Any) -> None:
         self.text = repr(fig)
-        self.min_font_px = min_font_px(fig)
+        fig.draw_without_rendering()
+        self.min_font_px = min_font_px(fig, draw=False)
+        self.overlaps = {"wide": text_overlaps(fig, draw=False)}
         self.wide = render_png(fig)
-        self.overlaps = {"wide": text_overlaps(fig)}
         self.narrow = narrow_png(fig)  # changes fig: after the wide one
         self.overlaps["narrow"] = text_overlaps(fig)
 
