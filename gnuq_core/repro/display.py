@@ -347,52 +347,72 @@ def _fit_legend(legend: Any, room: float, renderer: Any) -> bool:
 
 
 def _crowded(labels: list[Any], renderer: Any) -> bool:
-    boxes = sorted((t.get_window_extent(renderer) for t in labels), key=lambda b: b.x0)
-    return any(_overlap(a, b) for a, b in zip(boxes, boxes[1:]))
+    boxes = [t.get_window_extent(renderer) for t in labels]
+    return any(_overlap(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
 
 
-def _fit_tick_labels(ax: Any, renderer: Any) -> None:
-    """Make the x tick labels of ``ax`` stop overlapping: named ticks (fixed positions, as
-    ``set_xticks(positions, labels)`` makes) of several words are wrapped to the space
-    between ticks; labels still too wide are turned upright; upright ones still touching are
-    thinned to every second (third, ...) label."""
+def _named_ticks(axis: Any) -> tuple[list[float], list[str]] | None:
+    """The positions and labels of ``axis``'s major ticks when they are fixed (as
+    ``set_xticks(positions, labels)`` makes them), else ``None``."""
     from matplotlib.ticker import FixedLocator
 
-    fig = ax.get_figure(root=True)
-    labels = _drawn_tick_labels(ax.xaxis)
-    if len(labels) < 2 or not _crowded(labels, renderer):
-        return
-    locator = ax.xaxis.get_major_locator()
-    named = isinstance(locator, FixedLocator)  # the formatter sets the labels' text at each draw: relabel
-    locs = list(locator.locs) if named else []
-    texts = list(ax.xaxis.get_major_formatter().format_ticks(locs)) if named else []
-    upright = all(t.get_rotation() == 90 for t in labels)
-    if named and not upright and any(len(s.split()) > 1 for s in texts):
-        centres = sorted((b.x0 + b.x1) / 2 for b in (t.get_window_extent(renderer) for t in labels))
-        room = min(b - a for a, b in zip(centres, centres[1:])) - 4
-        texts = [_wrapped(labels[0], " ".join(s.split()), room, renderer) for s in texts]
-        ax.xaxis.set_ticks(locs, labels=texts)
-        fig.draw_without_rendering()
-        if not _crowded(_drawn_tick_labels(ax.xaxis), renderer):
-            return
-    if not upright:
-        ax.tick_params(axis="x", labelrotation=90)
-        fig.draw_without_rendering()
+    locator = axis.get_major_locator()
+    if not isinstance(locator, FixedLocator):
+        return None
+    locs = list(locator.locs)
+    return locs, list(axis.get_major_formatter().format_ticks(locs))
+
+
+def _thin_tick_labels(axis: Any, renderer: Any) -> None:
+    """Show every second (third, ...) tick label of ``axis`` until none overlap."""
+    fig = axis.get_figure(root=True)
+    vertical = axis.axis_name == "y"
+    labels = sorted(_drawn_tick_labels(axis), key=lambda t: t.get_window_extent(renderer).y0 if vertical
+                    else t.get_window_extent(renderer).x0)
+    named = _named_ticks(axis)
     for step in range(2, len(labels)):
-        if not _crowded(_drawn_tick_labels(ax.xaxis), renderer):
+        if not _crowded(_drawn_tick_labels(axis), renderer):
             return
-        if named:
-            ax.xaxis.set_ticks(locs, labels=[s if i % step == 0 else "" for i, s in enumerate(texts)])
+        if named:  # the formatter sets the labels' text at each draw: relabel
+            axis.set_ticks(named[0], labels=[s if i % step == 0 else "" for i, s in enumerate(named[1])])
         else:
             for i, t in enumerate(labels):
                 t.set_visible(i % step == 0)
         fig.draw_without_rendering()
 
 
+def _fit_tick_labels(ax: Any, renderer: Any) -> None:
+    """Make the tick labels of ``ax`` stop overlapping (measured as last drawn). On the x
+    axis, named ticks of several words are wrapped to the space between ticks and labels
+    still too wide are turned upright; then, on either axis, labels still touching are
+    thinned to every second (third, ...) label."""
+    fig = ax.get_figure(root=True)
+    labels = _drawn_tick_labels(ax.xaxis)
+    if len(labels) > 1 and _crowded(labels, renderer):
+        named = _named_ticks(ax.xaxis)
+        upright = all(t.get_rotation() == 90 for t in labels)
+        fitted = False
+        if named and not upright and any(len(s.split()) > 1 for s in named[1]):
+            centres = sorted((b.x0 + b.x1) / 2 for b in (t.get_window_extent(renderer) for t in labels))
+            room = min(b - a for a, b in zip(centres, centres[1:])) - 4
+            ax.xaxis.set_ticks(named[0], labels=[_wrapped(labels[0], " ".join(s.split()), room, renderer)
+                                                 for s in named[1]])
+            fig.draw_without_rendering()
+            fitted = not _crowded(_drawn_tick_labels(ax.xaxis), renderer)
+        if not fitted and not upright:
+            ax.tick_params(axis="x", labelrotation=90)
+            fig.draw_without_rendering()
+        if not fitted:
+            _thin_tick_labels(ax.xaxis, renderer)
+    labels = _drawn_tick_labels(ax.yaxis)
+    if len(labels) > 1 and _crowded(labels, renderer):
+        _thin_tick_labels(ax.yaxis, renderer)
+
+
 def _fit_texts(fig: Any) -> None:
     """Fit the texts of ``fig`` to its narrow layout: legends wider than the figure (a figure
     legend) or than their panel's cell (an axes legend) are narrowed (:func:`_fit_legend`),
-    crowded x tick labels are fitted (:func:`_fit_tick_labels`), then each axes' title and
+    crowded tick labels are fitted (:func:`_fit_tick_labels`), then each axes' title and
     x label are wrapped to the axes' width and its y label to its height."""
     renderer = fig.canvas.get_renderer()
     fig.draw_without_rendering()
@@ -458,15 +478,19 @@ class BookFigure:
     output metadata carries under :data:`NARROW_KEY` the narrow rendering
     (:func:`narrow_png`), the media query that selects it, the figure's smallest text in
     image pixels (:func:`min_font_px`) and the texts that overlap in either rendering
-    (:func:`text_overlaps`; the book's tests want none). `gnuq_core.repro.picture` turns that into a
-    ``<picture>`` in the HTML. Both PNGs are rendered on creation (the Figure is left in its
-    narrow layout), so the Figure may be closed afterwards.
+    (:func:`text_overlaps`; the book's tests want none). `gnuq_core.repro.picture` turns
+    that into a ``<picture>`` in the HTML. Tick labels that overlap are thinned in the wide
+    rendering too (:func:`_fit_tick_labels`). Both PNGs are rendered on creation (the
+    Figure is left in its narrow layout), so the Figure may be closed afterwards.
     """
 
     def __init__(self, fig: Any) -> None:
         self.text = repr(fig)
         fig.draw_without_rendering()
         self.min_font_px = min_font_px(fig, draw=False)
+        renderer = fig.canvas.get_renderer()
+        for ax in fig.axes:  # tick labels that overlap (a log axis over a factor of two labels its minor ticks)
+            _fit_tick_labels(ax, renderer)
         self.overlaps = {"wide": text_overlaps(fig, draw=False)}
         self.wide = render_png(fig)
         self.narrow = narrow_png(fig)  # changes fig: after the wide one

@@ -157,3 +157,15 @@ def test_text_overlaps_are_found() -> None:
     ax.text(0.52, 0.5, "another label")
     assert display.text_overlaps(fig) == ["'one label' over 'another label'"]
     plt.close(fig)
+
+
+def test_overlapping_tick_labels_are_thinned_in_both_renderings() -> None:
+    """A log axis over less than a factor of two labels its minor ticks, which overlap."""
+    fig, axes = display.subplots(1, 3, panel_height=1.8)
+    axes[2].plot([3e4, 1.5e6], [2.6e-2, 1.05e-2], "o")
+    axes[2].set(xscale="log", yscale="log", title="model size\n(two lines)")
+    fig.draw_without_rendering()
+    assert display.text_overlaps(fig), "the case overlaps as drawn"
+    bf = display.BookFigure(fig)
+    plt.close(fig)
+    assert bf.overlaps == {"wide": [], "narrow": []}
