@@ -181,12 +181,12 @@ glue_figure("fig_speedup", efficiency.figure_speedup(result))
 
 # %% [markdown]
 # ```{glue:figure} fig_speedup
-# :alt: Bar chart on a log scale: speed-up of the gradient estimator over each baseline per model, with the paper's range as a grey band.
+# :alt: Horizontal bar chart on a log scale: speed-up of the gradient estimator over each baseline per model, one row per baseline, with the paper's range as a grey band.
 # :name: fig-efficiency-speedup
 #
 # Speed-up of the gradient-norm estimator over each baseline's extra passes (median over
-# questions × repeats, bars: bootstrap 95% interval over questions; log scale). Grey
-# band: the paper's 46–107×.
+# questions × repeats, whiskers: bootstrap 95% interval over questions; log scale), one row
+# per baseline. Grey band: the paper's 46–107×; black line: as fast as the baseline.
 # ```
 #
 # Each sampling baseline is timed twice: **optimised**, as this project runs it (the N

@@ -464,17 +464,26 @@ def run(p: Params, store: Any, profile: str, *, data_dir: str | None = None) -> 
 # ----------------------------------------------------------------------------- figures
 
 
-def _bars(ax: Any, res: dict[str, Any], keys: list[str], kind: str) -> float:
+def _bars(ax: Any, res: dict[str, Any], keys: list[str], kind: str, *, horizontal: bool = False) -> float:
     """One group of bars per key, one bar per model: median with its bootstrap interval of
-    ``summary[kind][key]``; returns the bar width."""
+    ``summary[kind][key]``; returns the bar width. ``horizontal``: the keys down the y axis,
+    first on top (long names stay readable on a phone)."""
     width = 0.8 / max(1, len(res["models"]))
     for i, (spec, e) in enumerate(res["models"].items()):
         vals = [e["summary"][kind].get(k) for k in keys]
         x = np.arange(len(keys)) + i * width
         med = [v["median"] if v else np.nan for v in vals]
         err = np.array([[v["median"] - v["ci"][0], v["ci"][1] - v["median"]] if v else [0, 0] for v in vals]).T
-        ax.bar(x, med, width, yerr=err, capsize=3, label=spec)
-    ax.set_xticks(np.arange(len(keys)) + width * (len(res["models"]) - 1) / 2)
+        if horizontal:
+            ax.barh(x, med, width, xerr=err, capsize=3, label=spec)
+        else:
+            ax.bar(x, med, width, yerr=err, capsize=3, label=spec)
+    centres = np.arange(len(keys)) + width * (len(res["models"]) - 1) / 2
+    if horizontal:
+        ax.set_yticks(centres)
+        ax.invert_yaxis()
+    else:
+        ax.set_xticks(centres)
     return width
 
 
@@ -499,14 +508,14 @@ def figure_speedup(result: Result) -> Any:
     res = result.data["bench"]
     costs = method_costs()
     base = [k for k in costs if any(k in e["summary"]["speedup"] for e in res["models"].values())]
-    fig, ax = book.subplots(panel_height=3.4)
-    _bars(ax, res, base, "speedup")
-    ax.axhspan(*bench_config.PAPER_SPEEDUP, color="0.85", zorder=0, label="paper: 46–107×")
-    ax.axhline(1.0, color="k", lw=0.8)
-    ax.set_yscale("log")
-    ax.set_xticklabels([textwrap.fill(report.baseline_name(k), 14) for k in base])
-    ax.set_ylabel("speed-up of the estimator (×)")
-    ax.legend()
+    fig, ax = book.subplots(panel_height=max(2.4, 0.42 * len(base) + 0.8))
+    _bars(ax, res, base, "speedup", horizontal=True)
+    ax.axvspan(*bench_config.PAPER_SPEEDUP, color="0.85", zorder=0, label="paper: 46–107×")
+    ax.axvline(1.0, color="k", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_yticklabels([textwrap.fill(report.baseline_name(k), 30) for k in base])
+    ax.set_xlabel("speed-up of the estimator (×, log scale)")
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=3)  # below: never over a bar
     return fig
 
 

@@ -169,3 +169,18 @@ def test_overlapping_tick_labels_are_thinned_in_both_renderings() -> None:
     bf = display.BookFigure(fig)
     plt.close(fig)
     assert bf.overlaps == {"wide": [], "narrow": []}
+
+
+def test_category_names_are_never_thinned_away() -> None:
+    """Hiding every second category name would leave bars nobody can identify: crowded names
+    are wrapped or turned upright, never hidden (what still overlaps is reported, so the
+    book's figure test names the figure)."""
+    fig, ax = display.subplots()
+    names = [f"a long category name {i}" for i in range(24)]
+    ax.bar(range(24), range(1, 25))
+    ax.set_xticks(range(24), labels=names, rotation=0)
+    bf = display.BookFigure(fig)
+    plt.close(fig)
+    shown = [" ".join(t.get_text().split()) for t in ax.get_xticklabels() if t.get_visible()]
+    assert shown == names
+    assert bf.overlaps["narrow"], "24 upright names do not fit 433 px: the overlap is reported, not hidden"
