@@ -132,7 +132,9 @@ def test_the_figures_draw(ran) -> None:
     floor, speedup, scaling = (efficiency.figure_floor(result), efficiency.figure_speedup(result),
                                efficiency.figure_scaling(result))
     assert [t.get_text() for t in floor.axes[0].get_xticklabels()] == ["all", "no embeddings", "last block", "LM head"]
-    assert speedup.axes[0].get_yscale() == "log" and len(scaling.axes) == 3
+    assert speedup.axes[0].get_xscale() == "log" and len(scaling.axes) == 3
+    names = [t.get_text().replace("\n", " ") for t in speedup.axes[0].get_yticklabels()]
+    assert "P(True), zero-shot (optimised)" in names and all(names)  # one named row per baseline
 
 
 def test_a_committed_gpu_run_is_shown(ran, tmp_path: Path) -> None:
