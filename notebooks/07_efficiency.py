@@ -199,7 +199,8 @@ glue_figure("fig_speedup", efficiency.figure_speedup(result))
 # samples' clusters, times one timed comparison); and P(True) with
 # {glue:text}`p_true_shots_used` worked examples before the question and its brainstormed
 # answers ({glue:md}`fewshot_tokens`). Each reference pass takes seconds to tens of
-# seconds here, so each is timed once per question (the interval resamples questions),
+# seconds here, so each is timed once per question (the interval resamples questions;
+# this build times {glue:md}`timed_once_list`),
 # and the entailment comparison and the few-shot P(True) on {glue:md}`reference_questions_used`
 # (the rounds column of the table says how many). No DeBERTa weights install
 # offline, so the cross-encoder has **random weights of the same architecture and size**

@@ -95,6 +95,10 @@ class BenchConfig:
     reference_questions : int
         Questions per dataset on which the entailment comparison and few-shot P(True) are
         timed (0: all); sequential sampling is timed on every question.
+    timed_once : list of str
+        Passes timed in a question's first repeat only, their time standing for its other
+        rounds (default: the reference passes, tens of seconds each; the paper edition adds
+        the batched ``sample`` pass, seconds each). The estimator is timed in every round.
     nli_architecture : str
         The cross-encoder's architecture (`gnuq_core.lm.entailment.NLI_ARCHITECTURES`).
     p_true_shots : int
@@ -135,6 +139,7 @@ class BenchConfig:
     batch_repeats: int = 2
     reference: bool = True
     reference_questions: int = 0
+    timed_once: list[str] = field(default_factory=lambda: list(REFERENCE_PASSES))
     nli_architecture: str = "deberta-large-mnli"
     p_true_shots: int = 20
     device: str = "cpu"
@@ -146,9 +151,13 @@ class BenchConfig:
         for p, t in self.layouts:
             if int(p) < 1 or int(t) < 1:
                 raise ValueError(f"layout {[p, t]}: processes and threads must be >= 1 (e.g. [[1, 2], [2, 1]])")
-        unknown = sorted(set(self.skip) - set(PASS_NAMES))
-        if unknown:
-            raise ValueError(f"skip={unknown}: no such timed pass; the passes are {', '.join(PASS_NAMES)}")
+        for name in ("skip", "timed_once"):
+            unknown = sorted(set(getattr(self, name)) - set(PASS_NAMES))
+            if unknown:
+                raise ValueError(f"{name}={unknown}: no such timed pass; the passes are {', '.join(PASS_NAMES)}")
+        if set(self.timed_once) & {"gradient", "forward"}:
+            raise ValueError(f"timed_once={self.timed_once}: the estimator and the forward it is compared with are "
+                             "timed in every round")
         if self.nli_architecture not in NLI_ARCHITECTURES:
             raise ValueError(f"nli_architecture={self.nli_architecture!r}: known are {', '.join(NLI_ARCHITECTURES)}")
         if not P_TRUE_SHOTS.minimum <= self.p_true_shots <= P_TRUE_SHOTS.maximum:

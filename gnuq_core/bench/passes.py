@@ -40,7 +40,7 @@ pass                        engine function
 
 The last three (``BenchConfig.reference``, text models; synthetic ones time only the
 sequential sampling) are the baselines as their reference implementations run them; each
-takes seconds to tens of seconds on a CPU, so they are timed once per question (:data:`ONCE`),
+takes seconds to tens of seconds on a CPU, so they are timed once per question (``BenchConfig.timed_once``),
 and the entailment comparison and few-shot P(True) only on the first
 ``BenchConfig.reference_questions`` questions of each dataset (0: all). The
 reference semantic entropy clusters with as many entailment comparisons as its loop makes
@@ -68,12 +68,12 @@ from typing import Any
 import numpy as np
 
 from gnuq_core.bench import clock
-from gnuq_core.bench.config import GRAD_GROUPS, REFERENCE_PASSES, BenchConfig
+from gnuq_core.bench.config import GRAD_GROUPS, BenchConfig
 from gnuq_core.bench.questions import Question, limits, prepare_question
 from gnuq_core.bench.subjects import Subject
 
 __all__ = ["Pass", "make_passes", "time_questions", "clusterer_for", "nli_clusterer", "REQUIRED", "ENGINE_PASSES",
-           "ONCE", "DERIVED"]
+           "DERIVED"]
 
 # Passes that cannot be skipped: the estimator, the floor and the baselines.
 REQUIRED = ("generate", "forward", "gradient", "sample", "cluster", "p_true")
@@ -81,10 +81,6 @@ REQUIRED = ("generate", "forward", "gradient", "sample", "cluster", "p_true")
 # ``Score.passes``) -> the pass here that runs the same engine function.
 ENGINE_PASSES = {"generate": "generate", "gradient": "gradient", "p_true": "p_true", "sample": "sample",
                  "cluster": "cluster", "group_gradient": "gradient"}
-# Passes timed in the first repeat of a question only (their time stands for every round): the
-# reference implementations' passes, each tens of seconds on a CPU (the bootstrap resamples
-# questions, so each question's one measurement carries its weight).
-ONCE = REFERENCE_PASSES
 # Reference passes that ``BenchConfig.reference_questions`` limits to the first questions of
 # each dataset (their cost is tens of seconds), and passes not worth a warm-up run (tens of
 # seconds; the code they run is warmed by ``sample`` and ``p_true``).
@@ -289,7 +285,7 @@ def time_questions(subject: Subject, questions: list[Question], config: BenchCon
 
     Returns one record per question: ``times`` and ``cpu_times`` (``{pass: [seconds per
     repeat]}``, wall and process CPU), the gradient pass split into forward / backward /
-    post (`clock.BackwardSplit`), and the lengths involved. A pass of :data:`ONCE` runs in
+    post (`clock.BackwardSplit`), and the lengths involved. A pass of ``config.timed_once`` runs in
     the first repeat only and its time is repeated for the others (``timed_once``); the
     costs of :data:`DERIVED` are added per repeat (``derived``: how).
     """
@@ -316,7 +312,7 @@ def time_questions(subject: Subject, questions: list[Question], config: BenchCon
         for rep in range(config.repeats):
             for name in rng.permutation(list(passes)):
                 run = passes[name]
-                if name in ONCE and rep > 0:
+                if name in config.timed_once and rep > 0:
                     times[name].append(times[name][0])
                     cpu_times[name].append(cpu_times[name][0])
                     continue
@@ -344,7 +340,7 @@ def time_questions(subject: Subject, questions: list[Question], config: BenchCon
                     "gradient_split": split,
                     "functions": {**{k: p.function for k, p in passes.items()},
                                   **{k: passes[DERIVED[k][0]].function for k in derived}},
-                    "timed_once": [k for k in ONCE if k in passes], "derived": derived,
+                    "timed_once": [k for k in config.timed_once if k in passes], "derived": derived,
                     "nli_comparisons": q.nli_comparisons,
                     "p_true_fewshot_tokens": _prompt_tokens(subject, q.p_true_fewshot_question)})
     return out

@@ -106,6 +106,10 @@ class Params(ChapterParams):
                                         "(sequential sampling, DeBERTa-large entailment, few-shot P(True))")
     reference_questions: int = param(1, NONNEG_SIZE, "questions per dataset on which the entailment "
                                                      "clustering and few-shot P(True) are timed (0: all)")
+    timed_once: list[str] = param([*bench_config.REFERENCE_PASSES, "sample"], Rule(choices=bench_config.PASS_NAMES),
+                                  "passes timed in a question's first repeat only (their time stands for its other "
+                                  "rounds): the reference passes and the batched sampling, seconds to tens of seconds "
+                                  "each; the estimator is timed in every round")
     nli_architecture: str = param("deberta-large-mnli", Rule(choices=tuple(NLI_ARCHITECTURES)),
                                   "cross-encoder of the reference entailment clustering (random weights)")
     p_true_shots: int = param(20, bench_config.P_TRUE_SHOTS, "worked examples of the reference few-shot P(True) prompt (Farquhar et al.: 20)")
@@ -142,7 +146,8 @@ def bench_config_of(p: Params) -> bench_config.BenchConfig:
         threads=p.threads or None, seed=p.seed, synthetic_prompt=(p.synthetic_prompt[0], p.synthetic_prompt[1]),
         synthetic_answer=p.synthetic_answer, batch_sizes=list(p.batch_sizes), batch_pairs=p.batch_pairs,
         batch_repeats=1,
-        reference=p.reference, reference_questions=p.reference_questions, nli_architecture=p.nli_architecture,
+        reference=p.reference, reference_questions=p.reference_questions, timed_once=list(p.timed_once),
+        nli_architecture=p.nli_architecture,
         p_true_shots=p.p_true_shots)
 
 
@@ -287,11 +292,20 @@ def _speedup(p: Params, res: dict[str, Any], profile: str, out: Result) -> None:
         p1_speedup=float(np.median(p1)) if p1 else float("nan"),
         p_true_shots_used=res["config"].get("p_true_shots", 0),
         reference_questions_used=Markdown(_reference_questions(res["config"])),
+        timed_once_list=Markdown(_timed_once(res["config"])),
         se_reference_range=Markdown(f"{min(se_ref):.0f}–{max(se_ref):.0f}×" if se_ref else "not measured in this build"),
         fewshot_tokens=Markdown(_token_range(res)),
         nli_comparison_range=Markdown(_comparison_range(res)),
         gap_list=Markdown("; ".join(f"{r['cause']} ×{r['factor']:.1f} on `{r['model']}`" for r in gap)
                           or "not measured in this build"))
+
+
+def _timed_once(cfg: dict[str, Any]) -> str:
+    """Which passes were timed once per question (their time standing for its other rounds), in words."""
+    once = [header(k) for k in cfg.get("timed_once", bench_config.REFERENCE_PASSES)]
+    if cfg.get("repeats", 1) < 2 or not once:
+        return "every pass in every round"
+    return f"every pass in every round except {', '.join(f'`{k}`' for k in once)}, timed in a question's first round"
 
 
 def _reference_questions(cfg: dict[str, Any]) -> str:

@@ -134,6 +134,20 @@ def test_a_once_pass_is_timed_in_the_first_repeat_and_nli_clustering_is_derived(
     assert rec["times"]["nli_cluster"] == pytest.approx([t * k for t in rec["times"]["nli_check"]])
     assert rec["derived"]["nli_cluster"] == f"nli_check × {k} (nli_comparisons)"
     assert rec["functions"]["nli_cluster"] == rec["functions"]["nli_check"] and rec["p_true_fewshot_tokens"] > 0
+    from dataclasses import replace
+
+    once = replace(config, timed_once=["sample"])  # the paper edition's choice for the batched sampling
+    rec = time_questions(sub, [q], once, clusterer_for("exact")[0], progress=False)[0]
+    assert rec["timed_once"] == ["sample"] and len(set(rec["times"]["sample"])) == 1
+    assert len(set(rec["times"]["gradient"])) == config.repeats and len(set(rec["times"]["sample_sequential"])) > 1
+
+
+@pytest.mark.parametrize("once,says", [(["gradient"], "timed in every round"), (["nope"], "no such timed pass")])
+def test_the_estimator_is_timed_in_every_round(config: BenchConfig, once: list[str], says: str) -> None:
+    from dataclasses import replace
+
+    with pytest.raises(ValueError, match=says):
+        replace(config, timed_once=once)
 
 
 def test_reference_questions_limit_the_entailment_and_few_shot_passes(config: BenchConfig) -> None:
