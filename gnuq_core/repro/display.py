@@ -363,23 +363,44 @@ def _named_ticks(axis: Any) -> tuple[list[float], list[str]] | None:
     return locs, list(axis.get_major_formatter().format_ticks(locs))
 
 
-def _thin_tick_labels(axis: Any, renderer: Any) -> None:
-    """Show every second (third, ...) tick label of a numeric ``axis`` until none overlap.
+def _numbered(names: list[str]) -> list[bool]:
+    """Which of ``names`` belong to the axis's numbered sequence (``33``, ``37``, … or ``block 00``,
+    ``block 01``, …: the texts that are the same once their numbers are blanked, and hold a
+    number): a reader can tell a hidden one from its neighbours. Other names are categories."""
+    shapes = [re.sub(r"\d+", "#", s.strip()) for s in names]
+    counted = [k for k in shapes if "#" in k]
+    if not counted:
+        return [False] * len(names)
+    common = max(set(counted), key=counted.count)
+    return [k == common for k in shapes]
 
-    Named ticks (categories) are never thinned: a category's name is the only way to tell
-    its bars apart, so a crowded one stays crowded and the book's figure test names the
-    overlap (lay that figure out otherwise, e.g. with the categories down the y axis)."""
-    if _named_ticks(axis):
-        return
+
+def _thin_tick_labels(axis: Any, renderer: Any) -> None:
+    """Show every second (third, ...) tick label of ``axis`` until none overlap.
+
+    Of named ticks only the members of a numbered sequence are thinned (`_numbered`): a
+    category's name is the only way to tell its bars apart, so it is never hidden; a crowded
+    one stays crowded and the book's figure test names the overlap (lay that figure out
+    otherwise, e.g. with the categories down the y axis)."""
     fig = axis.get_figure(root=True)
     vertical = axis.axis_name == "y"
     labels = sorted(_drawn_tick_labels(axis), key=lambda t: t.get_window_extent(renderer).y0 if vertical
                     else t.get_window_extent(renderer).x0)
+    named = _named_ticks(axis)
+    thinnable = _numbered(named[1]) if named else [True] * len(labels)
+    if named and not any(thinnable):
+        return
     for step in range(2, len(labels)):
         if not _crowded(_drawn_tick_labels(axis), renderer):
             return
-        for i, t in enumerate(labels):
-            t.set_visible(i % step == 0)
+        if named:  # the formatter sets the labels' text at each draw: relabel
+            rank = {i: r for r, i in enumerate(i for i, t in enumerate(thinnable) if t)}
+            beside = {j for i, t in enumerate(thinnable) if not t for j in (i - 1, i + 1)}  # a category's neighbours
+            axis.set_ticks(named[0], labels=[s if not thinnable[i] or (rank[i] % step == 0 and i not in beside)
+                                             else "" for i, s in enumerate(named[1])])
+        else:
+            for i, t in enumerate(labels):
+                t.set_visible(i % step == 0)
         fig.draw_without_rendering()
 
 

@@ -176,7 +176,8 @@ def test_category_names_are_never_thinned_away() -> None:
     are wrapped or turned upright, never hidden (what still overlaps is reported, so the
     book's figure test names the figure)."""
     fig, ax = display.subplots()
-    names = [f"a long category name {i}" for i in range(24)]
+    names = [f"{a} {b} baseline" for a in ("alpha", "beta", "gamma", "delta", "epsilon", "zeta")
+             for b in ("red", "green", "blue", "grey")]
     ax.bar(range(24), range(1, 25))
     ax.set_xticks(range(24), labels=names, rotation=0)
     bf = display.BookFigure(fig)
@@ -184,3 +185,17 @@ def test_category_names_are_never_thinned_away() -> None:
     shown = [" ".join(t.get_text().split()) for t in ax.get_xticklabels() if t.get_visible()]
     assert shown == names
     assert bf.overlaps["narrow"], "24 upright names do not fit 433 px: the overlap is reported, not hidden"
+
+
+def test_a_numbered_sequence_of_names_is_thinned_and_its_categories_kept() -> None:
+    """``block 00`` … ``block 29`` can lose every second name (its neighbours tell it);
+    ``embeddings`` and ``other`` at its ends are categories and stay."""
+    fig, ax = display.subplots()
+    names = ["embeddings", *(f"block {i:02d}" for i in range(30)), "other"]
+    ax.bar(range(32), range(1, 33))
+    ax.set_xticks(range(32), labels=names, rotation=90)
+    bf = display.BookFigure(fig)
+    plt.close(fig)
+    assert bf.overlaps == {"wide": [], "narrow": []}
+    shown = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+    assert "embeddings" in shown and "other" in shown and 2 < len(shown) < len(names)
