@@ -302,7 +302,7 @@ def _speedup(p: Params, res: dict[str, Any], profile: str, out: Result) -> None:
 
 def _timed_once(cfg: dict[str, Any]) -> str:
     """Which passes were timed once per question (their time standing for its other rounds), in words."""
-    once = [header(k) for k in cfg.get("timed_once", bench_config.REFERENCE_PASSES)]
+    once = list(cfg.get("timed_once", bench_config.REFERENCE_PASSES))  # the pass names of the tables
     if cfg.get("repeats", 1) < 2 or not once:
         return "every pass in every round"
     return f"every pass in every round except {', '.join(f'`{k}`' for k in once)}, timed in a question's first round"
