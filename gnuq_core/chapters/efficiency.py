@@ -127,6 +127,10 @@ class Params(ChapterParams):
                 if why is not None:
                     raise ChapterError(f"{self.CHAPTER}: parameter {name}={getattr(self, name)!r} element {pair!r} "
                                        f"{why}")
+        every_round = sorted(set(self.timed_once) & {"gradient", "forward"})
+        if every_round:
+            raise ChapterError(f"{self.CHAPTER}: parameter timed_once={self.timed_once!r}: {', '.join(every_round)} "
+                               "must be timed in every round (the speed-ups are ratios per round)")
         lo, hi = (self.synthetic_prompt + [0, 0])[:2]
         if len(self.synthetic_prompt) != 2 or lo > hi:
             raise ChapterError(f"{self.CHAPTER}: parameter synthetic_prompt={self.synthetic_prompt!r} must be "

@@ -194,6 +194,8 @@ def test_params() -> None:
         ({"layouts": [[1, 100_000]]}, r"layouts=.* element \[1, 100000\] must be ≤"),
         ({"synthetic_prompt": [40, 20]}, "shortest ≤ longest"),
         ({"memory": 1}, "memory=1 is a int"),
+        ({"timed_once": ["gradient"]}, "gradient must be timed in every round"),
+        ({"timed_once": ["naive"]}, "element 'naive' must be one of"),
     ]:
         with pytest.raises(ChapterError, match=message):
             efficiency.Params(**kwargs)
