@@ -12,7 +12,7 @@ from gnuq_core.lm.entailment import NLI_ARCHITECTURES
 from gnuq_core.options import Rule
 
 __all__ = ["BenchConfig", "GRAD_GROUPS", "TARGET_GRAD_OVER_FORWARD", "TARGET_MEMORY_FRACTION", "PAPER_SPEEDUP",
-           "SCHEMA", "PASS_NAMES", "REFERENCE_PASSES", "BATCH_SIZE", "P_TRUE_SHOTS"]
+           "SCHEMA", "PASS_NAMES", "REFERENCE_PASSES", "EVERY_ROUND", "BATCH_SIZE", "P_TRUE_SHOTS"]
 
 SCHEMA = 2
 GRAD_GROUPS = ("no_embeddings", "last_block", "lm_head")
@@ -24,6 +24,9 @@ PASS_NAMES = ("generate", "forward", "gradient", *(f"gradient_{g}" for g in GRAD
               "decode", "cluster", "p_true", "p_true_reference", "sample_sequential", "nli_check", "p_true_fewshot")
 # The baselines as their reference implementations run them (``BenchConfig.reference``).
 REFERENCE_PASSES = ("sample_sequential", "nli_check", "p_true_fewshot")
+EVERY_ROUND = ("gradient", "forward")
+"""Passes ``timed_once`` may not hold: the estimator and the forward it is compared with (the
+speed-ups and ratios are per round)."""
 BATCH_SIZE = Rule(minimum=1, maximum=4096, integer=True, why_maximum="larger batches exhaust memory")
 """Bounds of a batch size or a number of batched pairs (command line, chapter 07, `BenchConfig`)."""
 P_TRUE_SHOTS = Rule(minimum=0, maximum=100, integer=True, why_maximum="longer prompts than any reference uses")
@@ -155,7 +158,7 @@ class BenchConfig:
             unknown = sorted(set(getattr(self, name)) - set(PASS_NAMES))
             if unknown:
                 raise ValueError(f"{name}={unknown}: no such timed pass; the passes are {', '.join(PASS_NAMES)}")
-        if set(self.timed_once) & {"gradient", "forward"}:
+        if set(self.timed_once) & set(EVERY_ROUND):
             raise ValueError(f"timed_once={self.timed_once}: the estimator and the forward it is compared with are "
                              "timed in every round")
         if self.nli_architecture not in NLI_ARCHITECTURES:

@@ -127,7 +127,7 @@ class Params(ChapterParams):
                 if why is not None:
                     raise ChapterError(f"{self.CHAPTER}: parameter {name}={getattr(self, name)!r} element {pair!r} "
                                        f"{why}")
-        every_round = sorted(set(self.timed_once) & {"gradient", "forward"})
+        every_round = sorted(set(self.timed_once) & set(bench_config.EVERY_ROUND))
         if every_round:
             raise ChapterError(f"{self.CHAPTER}: parameter timed_once={self.timed_once!r}: {', '.join(every_round)} "
                                "must be timed in every round (the speed-ups are ratios per round)")

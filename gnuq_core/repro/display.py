@@ -390,12 +390,12 @@ def _thin_tick_labels(axis: Any, renderer: Any) -> None:
     thinnable = _numbered(named[1]) if named else [True] * len(labels)
     if named and not any(thinnable):
         return
+    rank = {i: r for r, i in enumerate(i for i, t in enumerate(thinnable) if t)}  # place among the thinnable
+    beside = {j for i, t in enumerate(thinnable) if not t for j in (i - 1, i + 1)}  # a category's neighbours
     for step in range(2, len(labels)):
         if not _crowded(_drawn_tick_labels(axis), renderer):
             return
         if named:  # the formatter sets the labels' text at each draw: relabel
-            rank = {i: r for r, i in enumerate(i for i, t in enumerate(thinnable) if t)}
-            beside = {j for i, t in enumerate(thinnable) if not t for j in (i - 1, i + 1)}  # a category's neighbours
             axis.set_ticks(named[0], labels=[s if not thinnable[i] or (rank[i] % step == 0 and i not in beside)
                                              else "" for i, s in enumerate(named[1])])
         else:
