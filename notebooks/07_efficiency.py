@@ -237,13 +237,22 @@ glue_figure("fig_speedup", efficiency.figure_speedup(result))
 display(result.tables["gap"])
 
 # %% [markdown]
-# Measured: {glue:md}`gap_list`. Two causes are not measured here. **Answer length:**
-# answers are a few tokens to a few dozen (capped at 32); decoding cost grows with the
-# number of tokens times N, the gradient pass only with prompt + answer length (the
-# answer-length sweep below), so longer answers widen the gap further. **Model size and
-# hardware:** on a GPU, sequential decoding is latency-bound while a forward-backward over
-# a short sequence is one burst of large matrix products; on this CPU both are
-# compute-bound. `scripts/gpu_bench.sh` records the same tables on a GPU.
+# Measured: {glue:md}`gap_list`.
+#
+# The last row per model is **answer length**. Our answers are short: the row names the
+# median length of the sampled answers. The semantic-entropy reference code lets answers
+# run to {glue:text}`long_answer_tokens_used` tokens (its generation cap). Sampling costs a
+# decoding step per token for each of the N answers, while the gradient pass grows only
+# with prompt + answer length (the sweep below). So on the prompts of
+# {glue:md}`reference_questions_used`, we time N answers sampled as one batch to exactly each length (the real sampler with its
+# stop tokens switched off) and the gradient pass over an answer of the same length. The
+# row is the ratio of the two speed-ups. Answers that stop before the cap gain less, so
+# the row is the upper end of what answer length adds.
+#
+# One cause is not measured here: **model size and hardware.** On a GPU, sequential
+# decoding is latency-bound, while a forward-backward over a short sequence is one burst
+# of large matrix products; on this CPU both are compute-bound. `scripts/gpu_bench.sh`
+# records the same tables on a GPU.
 #
 # ## Scoring many answers at once
 #

@@ -16,7 +16,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from gnuq_core.bench.config import BATCH_SIZE, P_TRUE_SHOTS, BenchConfig
+from gnuq_core.bench.config import BATCH_SIZE, LONG_ANSWER, P_TRUE_SHOTS, BenchConfig
 from gnuq_core.lm.entailment import NLI_ARCHITECTURES
 from gnuq_core.options import MAX_SIZE, OPTIONS, OneLineParser, Rule, flag, output_path, run_command
 from gnuq_core.repro.files import write_atomic
@@ -67,6 +67,9 @@ def _parser(prog: str = "gnuq bench") -> argparse.ArgumentParser:
                    help="cross-encoder of the reference entailment clustering (random weights)")
     p.add_argument("--p-true-shots", type=flag(P_TRUE_SHOTS), default=d.p_true_shots,
                    help="worked examples of the reference few-shot P(True) prompt (default 20)")
+    p.add_argument("--long-answer-tokens", type=flag(LONG_ANSWER), default=d.long_answer_tokens,
+                   help="answer length of the answer-length factor of the gap (default 50, the semantic-entropy "
+                        "reference code's cap; 0: skip)")
     p.add_argument("--device", default=d.device)
     p.add_argument("--dtype", default=d.dtype)
     p.add_argument("--threads", type=flag("threads"), default=None, help="torch threads of the pass timings")
@@ -136,7 +139,8 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
                       threads=args.threads, seed=args.seed, reference=not args.no_reference,
                       batch_sizes=list(args.batch_sizes), batch_pairs=args.batch_pairs,
                       reference_questions=args.reference_questions,
-                      nli_architecture=args.nli_architecture, p_true_shots=args.p_true_shots)
+                      nli_architecture=args.nli_architecture, p_true_shots=args.p_true_shots,
+                      long_answer_tokens=args.long_answer_tokens)
     if args.quick:
         cfg.n_questions, cfg.repeats, cfg.sweep_repeats = 1, 1, 1
         cfg.answer_lengths, cfg.prompt_lengths, cfg.ladder, cfg.memory = [4, 16, 64], [32, 128, 256], [], False
@@ -150,6 +154,7 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
         cfg.ladder, cfg.ladder_repeats, cfg.memory_repeats = [[32, 1], [64, 2]], 1, 1
         cfg.qa_n_samples, cfg.qa_max_new_tokens = 3, 6
         cfg.nli_architecture, cfg.p_true_shots = "tiny", 2
+        cfg.long_answer_tokens = min(cfg.long_answer_tokens, 8)
         cfg.batch_sizes, cfg.batch_pairs, cfg.batch_repeats = [1, 2], 4, 1
     return cfg
 

@@ -12,7 +12,8 @@ from gnuq_core.lm.entailment import NLI_ARCHITECTURES
 from gnuq_core.options import Rule
 
 __all__ = ["BenchConfig", "GRAD_GROUPS", "TARGET_GRAD_OVER_FORWARD", "TARGET_MEMORY_FRACTION", "PAPER_SPEEDUP",
-           "SCHEMA", "PASS_NAMES", "REFERENCE_PASSES", "EVERY_ROUND", "BATCH_SIZE", "P_TRUE_SHOTS"]
+           "SCHEMA", "PASS_NAMES", "REFERENCE_PASSES", "EVERY_ROUND", "BATCH_SIZE", "P_TRUE_SHOTS",
+           "LONG_ANSWER"]
 
 SCHEMA = 2
 GRAD_GROUPS = ("no_embeddings", "last_block", "lm_head")
@@ -31,6 +32,8 @@ BATCH_SIZE = Rule(minimum=1, maximum=4096, integer=True, why_maximum="larger bat
 """Bounds of a batch size or a number of batched pairs (command line, chapter 07, `BenchConfig`)."""
 P_TRUE_SHOTS = Rule(minimum=0, maximum=100, integer=True, why_maximum="longer prompts than any reference uses")
 """Bounds of the few-shot P(True) prompt's worked examples (the reference uses 20)."""
+LONG_ANSWER = Rule(minimum=0, maximum=1024, integer=True, why_maximum="longer than any answer the reference generates")
+"""Bounds of the answer length of the answer-length factor (0: skip it; the reference caps at 50)."""
 
 
 @dataclass
@@ -97,7 +100,8 @@ class BenchConfig:
         sequential sampling.
     reference_questions : int
         Questions per dataset on which the entailment comparison and few-shot P(True) are
-        timed (0: all); sequential sampling is timed on every question.
+        timed, and on whose prompts the answer-length factor is (0: all); sequential
+        sampling is timed on every question.
     timed_once : list of str
         Passes timed in a question's first repeat only, their time standing for its other
         rounds (default: the reference passes, tens of seconds each; the paper edition adds
@@ -106,6 +110,11 @@ class BenchConfig:
         The cross-encoder's architecture (`gnuq_core.lm.entailment.NLI_ARCHITECTURES`).
     p_true_shots : int
         Worked examples in the few-shot P(True) prompt (Farquhar et al. 2024 use 20).
+    long_answer_tokens : int
+        The answer-length factor of the gap (`gnuq_core.bench.scaling.answer_length_factor`,
+        on the prompts of ``reference_questions``): the speed-up over the batched sampling
+        with answers this long, against answers as long as the timed samples' median (default 50, the generation cap of the
+        semantic-entropy reference code, ``--model_max_new_tokens``; 0: skip).
     device : str
     dtype : str
     threads : int or None
@@ -145,6 +154,7 @@ class BenchConfig:
     timed_once: list[str] = field(default_factory=lambda: list(REFERENCE_PASSES))
     nli_architecture: str = "deberta-large-mnli"
     p_true_shots: int = 20
+    long_answer_tokens: int = 50
     device: str = "cpu"
     dtype: str = "float32"
     threads: int | None = None
@@ -166,6 +176,9 @@ class BenchConfig:
         if not P_TRUE_SHOTS.minimum <= self.p_true_shots <= P_TRUE_SHOTS.maximum:
             raise ValueError(f"p_true_shots={self.p_true_shots}: use {P_TRUE_SHOTS.minimum:g}-{P_TRUE_SHOTS.maximum:g} "
                              "worked examples (the reference uses 20)")
+        if not LONG_ANSWER.minimum <= self.long_answer_tokens <= LONG_ANSWER.maximum:
+            raise ValueError(f"long_answer_tokens={self.long_answer_tokens}: use 0 (skip the answer-length factor) to "
+                             f"{LONG_ANSWER.maximum:g} tokens")
         if self.reference_questions < 0:
             raise ValueError(f"reference_questions={self.reference_questions}: use 0 (all) or more")
         if any(int(b) < 1 for b in self.batch_sizes) or self.batch_pairs < 1 or self.batch_repeats < 1:

@@ -72,8 +72,8 @@ from gnuq_core.bench.config import GRAD_GROUPS, BenchConfig
 from gnuq_core.bench.questions import Question, limits, prepare_question
 from gnuq_core.bench.subjects import Subject
 
-__all__ = ["Pass", "make_passes", "time_questions", "clusterer_for", "nli_clusterer", "REQUIRED", "ENGINE_PASSES",
-           "DERIVED"]
+__all__ = ["Pass", "make_passes", "time_questions", "clusterer_for", "nli_clusterer", "beyond_reference_questions",
+           "REQUIRED", "ENGINE_PASSES", "DERIVED"]
 
 # Passes that cannot be skipped: the estimator, the floor and the baselines.
 REQUIRED = ("generate", "forward", "gradient", "sample", "cluster", "p_true")
@@ -270,7 +270,7 @@ def _prompt_tokens(subject: Subject, text: str) -> int:
     return len(subject.tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
-def _beyond_reference_questions(q: Question, questions: list[Question], config: BenchConfig) -> bool:
+def beyond_reference_questions(q: Question, questions: list[Question], config: BenchConfig) -> bool:
     """Whether ``q`` is past the first ``config.reference_questions`` of its dataset (0: none is)."""
     if not config.reference_questions:
         return False
@@ -298,7 +298,7 @@ def time_questions(subject: Subject, questions: list[Question], config: BenchCon
     for q in tqdm(questions, desc=f"{subject.spec} timing", disable=not progress):
         prepare_question(subject, q, config, clusterer)
         passes = {k: v for k, v in make_passes(subject, q, config, clusterer).items() if k not in drop}
-        if _beyond_reference_questions(q, questions, config):
+        if beyond_reference_questions(q, questions, config):
             passes = {k: v for k, v in passes.items() if k not in NOT_EVERY_QUESTION}
         if not warmed:
             for name, p in passes.items():

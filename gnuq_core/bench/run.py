@@ -2,7 +2,8 @@
 
 Per model: the timed passes (`gnuq_core.bench.passes`) on a fixed set of questions, their
 summaries (`gnuq_core.bench.summary`), answers per second against batch size
-(`gnuq_core.bench.batching`), cost against length (`gnuq_core.bench.scaling`),
+(`gnuq_core.bench.batching`), cost against length and the answer-length factor of the
+speed-up (`gnuq_core.bench.scaling`),
 a profiler table (`gnuq_core.bench.profiler`), records per hour of the whole QA pipeline
 (`gnuq_core.bench.throughput`); then peak memory (`gnuq_core.bench.memory`, a separate
 process on CPU), the size ladder, the full-study estimate and the targets. ``section_seconds``
@@ -23,14 +24,16 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from typing import Any
 
+import numpy as np
+
 from gnuq_core.bench import clock
 from gnuq_core.bench.batching import batch_throughput
 from gnuq_core.bench.config import SCHEMA, BenchConfig
 from gnuq_core.bench.memory import memory_profiles
-from gnuq_core.bench.passes import clusterer_for, time_questions
+from gnuq_core.bench.passes import beyond_reference_questions, clusterer_for, time_questions
 from gnuq_core.bench.profiler import profile_ops
 from gnuq_core.bench.questions import Question, build_questions
-from gnuq_core.bench.scaling import length_sweep, size_ladder
+from gnuq_core.bench.scaling import answer_length_factor, length_sweep, size_ladder
 from gnuq_core.bench.subjects import Subject, gradient_bytes, load_subject, worker_spec
 from gnuq_core.bench.summary import summarize_model, targets
 from gnuq_core.bench.throughput import campaign, measure_throughput, study_sizes, throughput_items
@@ -83,6 +86,12 @@ def _quiet_loading() -> None:
         pass
 
 
+def _median_sample_tokens(qs: list[Question]) -> int:
+    """The median length of the answers sampled for ``qs`` (tokens; 0 if none were)."""
+    lengths = [n for q in qs for n in q.sample_tokens]
+    return max(1, round(float(np.median(lengths)))) if lengths else 0
+
+
 def _model_entry(sub: Subject, qs: list[Question], config: BenchConfig, clusterer: Any, progress: bool,
                  say: Callable[[str], None], sections: Sections) -> dict[str, Any]:
     def part(name: str) -> contextlib.AbstractContextManager[None]:
@@ -104,6 +113,13 @@ def _model_entry(sub: Subject, qs: list[Question], config: BenchConfig, clustere
         say(f"[bench] {sub.spec}: length sweep")
         with part("sweeps"):
             entry["sweeps"] = length_sweep(sub, config, rep.prompt_ids, progress)
+    short = _median_sample_tokens(qs)
+    if config.long_answer_tokens > short > 0:
+        say(f"[bench] {sub.spec}: answer-length factor")
+        with part("answer-length factor"):
+            prompts = [q.prompt_ids for q in qs if not beyond_reference_questions(q, qs, config)]
+            f = answer_length_factor(sub, config, prompts, short, progress)
+        entry["summary"]["gap"][f"answers of {f['long']} tokens, not {short} (the samples' median)"] = f
     if config.profile:
         with part("profile"):
             entry["profile"] = profile_ops(sub, rep)

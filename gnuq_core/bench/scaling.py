@@ -1,13 +1,17 @@
 """How cost grows: the forward and the gradient pass against answer length, prompt length
-and model size (random token ids; the passes interleaved in a fresh random order).
+and model size (random token ids; the passes interleaved in a fresh random order), and how
+much longer answers multiply the speed-up over sampling (`answer_length_factor`).
 
-Both timed functions are the engine's: `gnuq_core.lm.gradient.answer_log_probs` (one no-grad
-forward, LM head at the answer positions) and `gnuq_core.lm.gradient.forward_backward`.
+The timed functions are the engine's: `gnuq_core.lm.gradient.answer_log_probs` (one no-grad
+forward, LM head at the answer positions), `gnuq_core.lm.gradient.forward_backward` and
+`gnuq_core.lm.decoding.sample_answers`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -16,7 +20,7 @@ from gnuq_core.bench import clock
 from gnuq_core.bench.config import BenchConfig
 from gnuq_core.bench.subjects import Subject, load_subject
 
-__all__ = ["length_sweep", "size_ladder", "random_ids", "slope_ratio"]
+__all__ = ["length_sweep", "size_ladder", "random_ids", "slope_ratio", "answer_length_factor", "never_stopping"]
 
 
 def random_ids(n: int, vocab: int, rng: np.random.Generator) -> list[int]:
@@ -60,6 +64,92 @@ def length_sweep(subject: Subject, config: BenchConfig, prompt_ids: list[int] | 
                           "forward": float(np.median(t["forward"])), "gradient": float(np.median(t["gradient"])),
                           "forward_runs": t["forward"], "gradient_runs": t["gradient"]})
     return out
+
+
+class _NoStopTokenizer:
+    """A tokenizer that names no end-of-sequence or end-of-turn token (everything else is the
+    wrapped tokenizer's)."""
+
+    eos_token_id = None
+
+    def __init__(self, tokenizer: Any) -> None:
+        self._tokenizer = tokenizer
+
+    def convert_tokens_to_ids(self, token: str) -> None:
+        return None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._tokenizer, name)
+
+
+@contextlib.contextmanager
+def never_stopping(model: Any, tokenizer: Any) -> Iterator[Any]:
+    """A tokenizer with which `~gnuq_core.lm.decoding.sample_answers` decodes every answer to
+    its token cap: the model's end-of-sequence ids are unset for the duration (restored after)
+    and the tokenizer yielded names none. The cost of a decoding step does not depend on the
+    token drawn, so this times answers of an exact length with the real sampler."""
+    saved = []
+    for cfg in (getattr(model, "generation_config", None), getattr(model, "config", None)):
+        if cfg is not None and getattr(cfg, "eos_token_id", None) is not None:
+            saved.append((cfg, cfg.eos_token_id))
+            cfg.eos_token_id = None
+    try:
+        yield _NoStopTokenizer(tokenizer)
+    finally:
+        for cfg, eos in saved:
+            cfg.eos_token_id = eos
+
+
+def answer_length_factor(subject: Subject, config: BenchConfig, prompts: Sequence[Sequence[int]],
+                         short: int, progress: bool = True) -> dict[str, Any]:
+    """How much answers of ``config.long_answer_tokens`` tokens, instead of ``short``, multiply
+    the speed-up over the batched sampling baseline.
+
+    Per prompt (one per timed question), four passes in a random order: N answers sampled as
+    one batch to exactly ``short`` and to exactly ``long`` tokens (`never_stopping`), and the
+    gradient pass over a random answer of each length. The factor of a prompt is
+    ``(sample(long) / gradient(long)) / (sample(short) / gradient(short))``; the result is
+    `gnuq_core.bench.summary.ratio_summary` of those (median, 95% interval over prompts) with
+    the seconds, ready for the gap table.
+    """
+    from tqdm.auto import tqdm
+
+    from gnuq_core.bench.summary import ratio_summary
+    from gnuq_core.lm.decoding import sample_answers
+    from gnuq_core.lm.gradient import forward_backward
+
+    long = config.long_answer_tokens
+    if short < 1 or long <= short:
+        raise ValueError(f"answer-length factor: the long answers ({long} tokens) must be longer than the short ones "
+                         f"({short}); raise long_answer_tokens or set it to 0 to skip the factor")
+    rng = np.random.default_rng(config.seed + 13)
+    model, v = subject.model, subject.vocab
+    seconds: dict[str, list[float]] = {f"{kind}_{n}": [] for kind in ("sample", "gradient") for n in (short, long)}
+    with never_stopping(model, subject.tokenizer) as tok:
+        sampled = {n: functools.partial(sample_answers, model, tok, n=config.n_samples, temperature=config.temperature,
+                                        max_new_tokens=n, seed=config.seed) for n in (short, long)}
+        for prompt in tqdm(prompts, desc=f"{subject.spec} answer length", disable=not progress):
+            p = list(prompt)
+            answers = {n: random_ids(n, v, rng) for n in (short, long)}
+            fns = {**{f"sample_{n}": functools.partial(sampled[n], prompt_ids=p) for n in (short, long)},
+                   **{f"gradient_{n}": functools.partial(forward_backward, model, p, answers[n]) for n in (short, long)}}
+            for name in rng.permutation(list(fns)):
+                out, sec = clock.timed(fns[name], subject.device)
+                if name.startswith("sample_"):
+                    n = int(name.split("_")[1])
+                    lengths = {len(s.answer_ids) for s in out}
+                    if lengths != {n}:
+                        raise RuntimeError(f"answer-length factor: sampling to exactly {n} tokens gave answers of "
+                                           f"{sorted(lengths)} tokens; the model stops by a token this bench does "
+                                           "not know")
+                seconds[name].append(sec)
+
+    def sample_over_gradient(n: int) -> list[float]:
+        return [s / g for s, g in zip(seconds[f"sample_{n}"], seconds[f"gradient_{n}"])]
+
+    out = ratio_summary(sample_over_gradient(long), sample_over_gradient(short), seed=config.seed)
+    return {**out, "short": short, "long": long, "seconds": seconds,
+            "with": f"sample of {long}-token answers ÷ gradient", "without": f"sample of {short}-token answers ÷ gradient"}
 
 
 def size_ladder(config: BenchConfig, progress: bool = True) -> list[dict[str, Any]]:

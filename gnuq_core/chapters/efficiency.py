@@ -57,6 +57,8 @@ LENGTHS = Rule(minimum=1, maximum=OPTIONS["max_new_tokens"].maximum, integer=Tru
                why_maximum=OPTIONS["max_new_tokens"].why_maximum)
 NONNEG_SIZE = Rule(minimum=0, maximum=COUNT.maximum, integer=True, why_maximum=COUNT.why_maximum)
 WHOLE = Rule(minimum=1, integer=True)
+LONG_ANSWER = Rule(minimum=1, maximum=bench_config.LONG_ANSWER.maximum, integer=True,
+                   why_maximum=bench_config.LONG_ANSWER.why_maximum)
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,8 @@ class Params(ChapterParams):
     reference: bool = param(True, None, "also time the baselines as their reference implementations run them "
                                         "(sequential sampling, DeBERTa-large entailment, few-shot P(True))")
     reference_questions: int = param(1, NONNEG_SIZE, "questions per dataset on which the entailment "
-                                                     "clustering and few-shot P(True) are timed (0: all)")
+                                                     "clustering, few-shot P(True) and the answer-length factor "
+                                                     "are timed (0: all)")
     timed_once: list[str] = param([*bench_config.REFERENCE_PASSES, "sample"], Rule(choices=bench_config.PASS_NAMES),
                                   "passes timed in a question's first repeat only (their time stands for its other "
                                   "rounds): the reference passes and the batched sampling, seconds to tens of seconds "
@@ -113,6 +116,9 @@ class Params(ChapterParams):
     nli_architecture: str = param("deberta-large-mnli", Rule(choices=tuple(NLI_ARCHITECTURES)),
                                   "cross-encoder of the reference entailment clustering (random weights)")
     p_true_shots: int = param(20, bench_config.P_TRUE_SHOTS, "worked examples of the reference few-shot P(True) prompt (Farquhar et al.: 20)")
+    long_answer_tokens: int = param(50, LONG_ANSWER, "answer length of the gap's answer-length factor (the "
+                                                     "semantic-entropy reference code's cap: 50); more than "
+                                                     "max_new_tokens")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -131,6 +137,10 @@ class Params(ChapterParams):
         if every_round:
             raise ChapterError(f"{self.CHAPTER}: parameter timed_once={self.timed_once!r}: {', '.join(every_round)} "
                                "must be timed in every round (the speed-ups are ratios per round)")
+        if self.long_answer_tokens <= self.max_new_tokens:
+            raise ChapterError(f"{self.CHAPTER}: parameter long_answer_tokens={self.long_answer_tokens} must exceed "
+                               f"max_new_tokens={self.max_new_tokens} (the answer-length factor compares longer "
+                               "answers with the sampled ones)")
         lo, hi = (self.synthetic_prompt + [0, 0])[:2]
         if len(self.synthetic_prompt) != 2 or lo > hi:
             raise ChapterError(f"{self.CHAPTER}: parameter synthetic_prompt={self.synthetic_prompt!r} must be "
@@ -152,7 +162,7 @@ def bench_config_of(p: Params) -> bench_config.BenchConfig:
         batch_repeats=1,
         reference=p.reference, reference_questions=p.reference_questions, timed_once=list(p.timed_once),
         nli_architecture=p.nli_architecture,
-        p_true_shots=p.p_true_shots)
+        p_true_shots=p.p_true_shots, long_answer_tokens=p.long_answer_tokens)
 
 
 # ----------------------------------------------------------------------------- tables
@@ -300,6 +310,7 @@ def _speedup(p: Params, res: dict[str, Any], profile: str, out: Result) -> None:
         se_reference_range=Markdown(f"{min(se_ref):.0f}–{max(se_ref):.0f}×" if se_ref else "not measured in this build"),
         fewshot_tokens=Markdown(_token_range(res)),
         nli_comparison_range=Markdown(_comparison_range(res)),
+        long_answer_tokens_used=res["config"].get("long_answer_tokens", 0),
         gap_list=Markdown("; ".join(f"{r['cause']} ×{r['factor']:.1f} on `{r['model']}`" for r in gap)
                           or "not measured in this build"))
 

@@ -39,7 +39,8 @@ TINY = efficiency.Params(models=MODELS, n_questions=1, repeats=2, n_samples=3, m
                          answer_lengths=[2, 4], prompt_lengths=[8, 16], sweep_repeats=1, ladder=[[32, 1]],
                          ladder_repeats=1, memory=False, skip_passes=["reference"], throughput_questions=0,
                          layouts=[[1, 1]], synthetic_prompt=[10, 20], synthetic_answer=4,
-                         nli_architecture="tiny", p_true_shots=2, batch_sizes=[1, 2], batch_pairs=4)
+                         nli_architecture="tiny", p_true_shots=2, batch_sizes=[1, 2], batch_pairs=4,
+                         long_answer_tokens=8)
 """One question per dataset timed twice, short sweeps, one ladder model, one records/hour layout, no memory run."""
 
 
@@ -79,6 +80,7 @@ def test_every_value_the_page_glues_is_computed(ran) -> None:
     assert v["reference_questions_used"].data == "every question" and v["se_reference_range"].data.endswith("×")
     assert "comparisons (median" in v["nli_comparison_range"].data
     assert "sampling one answer at a time ×" in v["gap_list"].data
+    assert v["gap_list"].data.count("answers of 8 tokens, not ") == 2 and v["long_answer_tokens_used"] == 8
     assert v["batching_list"].data.count("answers/s at B = ") == 2  # both models
     # records per hour: tiny-llama only (random:tiny has synthetic questions), one layout
     assert v["rph_list"].data.startswith("`tiny-llama`, 1 process(es) × 1 thread(s): ")
@@ -196,6 +198,8 @@ def test_params() -> None:
         ({"memory": 1}, "memory=1 is a int"),
         ({"timed_once": ["gradient"]}, "gradient must be timed in every round"),
         ({"timed_once": ["naive"]}, "element 'naive' must be one of"),
+        ({"long_answer_tokens": 0}, "long_answer_tokens=0 must be ≥ 1"),
+        ({"long_answer_tokens": 32}, "long_answer_tokens=32 must exceed max_new_tokens=32"),
     ]:
         with pytest.raises(ChapterError, match=message):
             efficiency.Params(**kwargs)
