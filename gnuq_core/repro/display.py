@@ -30,6 +30,8 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+import numpy as np
+
 COLUMN_PX = 672
 """Width of the book's content column in CSS pixels (sphinx-book-theme at ≥ 1200 px)."""
 DPI = 100
@@ -260,13 +262,17 @@ def _wrap(text: Any, max_px: float, renderer: Any) -> None:
 
 
 def _drawn_tick_labels(axis: Any) -> list[Any]:
-    """The tick labels of ``axis`` that are drawn: visible, not empty, at a tick inside the view."""
-    lo, hi = sorted(axis.get_view_interval())
+    """The tick labels of ``axis`` that are drawn: visible, not empty, at a tick inside the view
+    (compared in the axis's scale: on a log axis a linear margin would be decades wide)."""
+    scale = axis.get_transform()
+    lo, hi = sorted(scale.transform(np.asarray(axis.get_view_interval(), dtype=float)))
     slack = (hi - lo) * 1e-9
     labels = []
     ticks = axis.get_major_ticks(len(axis.get_majorticklocs())) + axis.get_minor_ticks(len(axis.get_minorticklocs()))
-    for tick in ticks:
-        if lo - slack <= tick.get_loc() <= hi + slack:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        places = scale.transform(np.asarray([tick.get_loc() for tick in ticks], dtype=float))
+    for tick, place in zip(ticks, places):
+        if lo - slack <= place <= hi + slack:
             labels += [t for t in (tick.label1, tick.label2) if t.get_visible() and t.get_text().strip()]
     return labels
 
