@@ -120,6 +120,9 @@ def _model_entry(sub: Subject, qs: list[Question], config: BenchConfig, clustere
             prompts = [q.prompt_ids for q in qs if not beyond_reference_questions(q, qs, config)]
             f = answer_length_factor(sub, config, prompts, short, progress)
         entry["summary"]["gap"][f"answers of {f['long']} tokens, not {short} (the samples' median)"] = f
+    elif config.long_answer_tokens:
+        say(f"[bench] {sub.spec}: no answer-length factor: the sampled answers' median ({short} tokens) is not "
+            f"shorter than long_answer_tokens={config.long_answer_tokens}")
     if config.profile:
         with part("profile"):
             entry["profile"] = profile_ops(sub, rep)
