@@ -241,7 +241,8 @@ display(result.tables["gap"])
 #
 # The last row per model is **answer length**. Our answers are short: the row names the
 # median length of the sampled answers. The semantic-entropy reference code lets answers
-# run to {glue:text}`long_answer_tokens_used` tokens (its generation cap). Sampling costs a
+# run to {glue:text}`reference_answer_cap` tokens (its generation cap); this build compares
+# answers of {glue:text}`long_answer_tokens_used` tokens with them. Sampling costs a
 # decoding step per token for each of the N answers, while the gradient pass grows only
 # with prompt + answer length (the sweep below). So on the prompts of
 # {glue:md}`reference_questions_used`, we time N answers sampled as one batch to exactly each length (the real sampler with its

@@ -13,7 +13,7 @@ from gnuq_core.options import Rule
 
 __all__ = ["BenchConfig", "GRAD_GROUPS", "TARGET_GRAD_OVER_FORWARD", "TARGET_MEMORY_FRACTION", "PAPER_SPEEDUP",
            "SCHEMA", "PASS_NAMES", "REFERENCE_PASSES", "EVERY_ROUND", "BATCH_SIZE", "P_TRUE_SHOTS",
-           "LONG_ANSWER"]
+           "LONG_ANSWER", "REFERENCE_ANSWER_CAP"]
 
 SCHEMA = 2
 GRAD_GROUPS = ("no_embeddings", "last_block", "lm_head")
@@ -32,6 +32,9 @@ BATCH_SIZE = Rule(minimum=1, maximum=4096, integer=True, why_maximum="larger bat
 """Bounds of a batch size or a number of batched pairs (command line, chapter 07, `BenchConfig`)."""
 P_TRUE_SHOTS = Rule(minimum=0, maximum=100, integer=True, why_maximum="longer prompts than any reference uses")
 """Bounds of the few-shot P(True) prompt's worked examples (the reference uses 20)."""
+REFERENCE_ANSWER_CAP = 50
+"""The generation cap of the semantic-entropy reference code (Farquhar et al. 2024,
+``--model_max_new_tokens``, default 50): `BenchConfig.long_answer_tokens`' default."""
 LONG_ANSWER = Rule(minimum=0, maximum=1024, integer=True, why_maximum="longer than any answer the reference generates")
 """Bounds of the answer length of the answer-length factor (0: skip it; the reference caps at 50)."""
 
@@ -154,7 +157,7 @@ class BenchConfig:
     timed_once: list[str] = field(default_factory=lambda: list(REFERENCE_PASSES))
     nli_architecture: str = "deberta-large-mnli"
     p_true_shots: int = 20
-    long_answer_tokens: int = 50
+    long_answer_tokens: int = REFERENCE_ANSWER_CAP
     device: str = "cpu"
     dtype: str = "float32"
     threads: int | None = None

@@ -116,9 +116,9 @@ class Params(ChapterParams):
     nli_architecture: str = param("deberta-large-mnli", Rule(choices=tuple(NLI_ARCHITECTURES)),
                                   "cross-encoder of the reference entailment clustering (random weights)")
     p_true_shots: int = param(20, bench_config.P_TRUE_SHOTS, "worked examples of the reference few-shot P(True) prompt (Farquhar et al.: 20)")
-    long_answer_tokens: int = param(50, LONG_ANSWER, "answer length of the gap's answer-length factor (the "
-                                                     "semantic-entropy reference code's cap: 50); more than "
-                                                     "max_new_tokens")
+    long_answer_tokens: int = param(bench_config.REFERENCE_ANSWER_CAP, LONG_ANSWER,
+                                    "answer length of the gap's answer-length factor (the semantic-entropy reference "
+                                    "code's cap: 50); more than max_new_tokens")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -311,6 +311,7 @@ def _speedup(p: Params, res: dict[str, Any], profile: str, out: Result) -> None:
         fewshot_tokens=Markdown(_token_range(res)),
         nli_comparison_range=Markdown(_comparison_range(res)),
         long_answer_tokens_used=res["config"].get("long_answer_tokens", 0),
+        reference_answer_cap=bench_config.REFERENCE_ANSWER_CAP,
         gap_list=Markdown("; ".join(f"{r['cause']} ×{r['factor']:.1f} on `{r['model']}`" for r in gap)
                           or "not measured in this build"))
 

@@ -81,6 +81,7 @@ def test_every_value_the_page_glues_is_computed(ran) -> None:
     assert "comparisons (median" in v["nli_comparison_range"].data
     assert "sampling one answer at a time ×" in v["gap_list"].data
     assert v["gap_list"].data.count("answers of 8 tokens, not ") == 2 and v["long_answer_tokens_used"] == 8
+    assert v["reference_answer_cap"] == 50
     assert v["batching_list"].data.count("answers/s at B = ") == 2  # both models
     # records per hour: tiny-llama only (random:tiny has synthetic questions), one layout
     assert v["rph_list"].data.startswith("`tiny-llama`, 1 process(es) × 1 thread(s): ")
