@@ -116,8 +116,8 @@ class BenchConfig:
     long_answer_tokens : int
         The answer-length factor of the gap (`gnuq_core.bench.scaling.answer_length_factor`,
         on the prompts of ``reference_questions``): the speed-up over the batched sampling
-        with answers this long, against answers as long as the timed samples' median (default 50, the generation cap of the
-        semantic-entropy reference code, ``--model_max_new_tokens``; 0: skip).
+        with answers this long, against answers as long as the timed samples' median
+        (default `REFERENCE_ANSWER_CAP`; 0: skip).
     device : str
     dtype : str
     threads : int or None

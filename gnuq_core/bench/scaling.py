@@ -105,9 +105,10 @@ def answer_length_factor(subject: Subject, config: BenchConfig, prompts: Sequenc
     """How much answers of ``config.long_answer_tokens`` tokens, instead of ``short``, multiply
     the speed-up over the batched sampling baseline.
 
-    Per prompt (one per timed question), four passes in a random order: N answers sampled as
-    one batch to exactly ``short`` and to exactly ``long`` tokens (`never_stopping`), and the
-    gradient pass over a random answer of each length. The factor of a prompt is
+    Per prompt (`gnuq_core.bench.run` passes those of its reference questions), four passes
+    in a random order: N answers sampled as one batch to exactly ``short`` and to exactly
+    ``long`` tokens (`never_stopping`), and the gradient pass over a random answer of each
+    length. The factor of a prompt is
     ``(sample(long) / gradient(long)) / (sample(short) / gradient(short))``; the result is
     `gnuq_core.bench.summary.ratio_summary` of those (median, 95% interval over prompts) with
     the seconds, ready for the gap table.
@@ -134,10 +135,10 @@ def answer_length_factor(subject: Subject, config: BenchConfig, prompts: Sequenc
             fns = {**{f"sample_{n}": functools.partial(sampled[n], prompt_ids=p) for n in (short, long)},
                    **{f"gradient_{n}": functools.partial(forward_backward, model, p, answers[n]) for n in (short, long)}}
             for name in rng.permutation(list(fns)):
-                out, sec = clock.timed(fns[name], subject.device)
+                result, sec = clock.timed(fns[name], subject.device)
                 if name.startswith("sample_"):
                     n = int(name.split("_")[1])
-                    lengths = {len(s.answer_ids) for s in out}
+                    lengths = {len(s.answer_ids) for s in result}
                     if lengths != {n}:
                         raise RuntimeError(f"answer-length factor: sampling to exactly {n} tokens gave answers of "
                                            f"{sorted(lengths)} tokens; the model stops by a token this bench does "
@@ -147,8 +148,8 @@ def answer_length_factor(subject: Subject, config: BenchConfig, prompts: Sequenc
     def sample_over_gradient(n: int) -> list[float]:
         return [s / g for s, g in zip(seconds[f"sample_{n}"], seconds[f"gradient_{n}"])]
 
-    out = ratio_summary(sample_over_gradient(long), sample_over_gradient(short), seed=config.seed)
-    return {**out, "short": short, "long": long, "seconds": seconds,
+    factor = ratio_summary(sample_over_gradient(long), sample_over_gradient(short), seed=config.seed)
+    return {**factor, "short": short, "long": long, "seconds": seconds,
             "with": f"sample of {long}-token answers ÷ gradient", "without": f"sample of {short}-token answers ÷ gradient"}
 
 
