@@ -245,9 +245,9 @@ display(result.tables["gap"])
 # answers of {glue:text}`long_answer_tokens_used` tokens with them. Sampling costs a
 # decoding step per token for each of the N answers, while the gradient pass grows only
 # with prompt + answer length (the sweep below). So on the prompts of
-# {glue:md}`reference_questions_used`, we time N answers sampled as one batch to exactly each length (the real sampler with its
-# stop tokens switched off) and the gradient pass over an answer of the same length. The
-# row is the ratio of the two speed-ups. Answers that stop before the cap gain less, so
+# {glue:md}`reference_questions_used`, we time N answers sampled as one batch to exactly
+# each length (the real sampler with its stop tokens switched off) and the gradient pass
+# over an answer of the same length. The row is the ratio of the two speed-ups. Answers that stop before the cap gain less, so
 # the row is the upper end of what answer length adds.
 #
 # One cause is not measured here: **model size and hardware.** On a GPU, sequential

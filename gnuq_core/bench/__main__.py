@@ -16,7 +16,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from gnuq_core.bench.config import BATCH_SIZE, LONG_ANSWER, P_TRUE_SHOTS, BenchConfig
+from gnuq_core.bench.config import BATCH_SIZE, LONG_ANSWER, P_TRUE_SHOTS, REFERENCE_ANSWER_CAP, BenchConfig
 from gnuq_core.lm.entailment import NLI_ARCHITECTURES
 from gnuq_core.options import MAX_SIZE, OPTIONS, OneLineParser, Rule, flag, output_path, run_command
 from gnuq_core.repro.files import write_atomic
@@ -68,8 +68,8 @@ def _parser(prog: str = "gnuq bench") -> argparse.ArgumentParser:
     p.add_argument("--p-true-shots", type=flag(P_TRUE_SHOTS), default=d.p_true_shots,
                    help="worked examples of the reference few-shot P(True) prompt (default 20)")
     p.add_argument("--long-answer-tokens", type=flag(LONG_ANSWER), default=d.long_answer_tokens,
-                   help="answer length of the answer-length factor of the gap (default 50, the semantic-entropy "
-                        "reference code's cap; 0: skip)")
+                   help=f"answer length of the answer-length factor of the gap (default {REFERENCE_ANSWER_CAP}, "
+                        "the semantic-entropy reference code's cap; 0: skip)")
     p.add_argument("--device", default=d.device)
     p.add_argument("--dtype", default=d.dtype)
     p.add_argument("--threads", type=flag("threads"), default=None, help="torch threads of the pass timings")

@@ -127,13 +127,13 @@ def answer_length_factor(subject: Subject, config: BenchConfig, prompts: Sequenc
     model, v = subject.model, subject.vocab
     seconds: dict[str, list[float]] = {f"{kind}_{n}": [] for kind in ("sample", "gradient") for n in (short, long)}
     with never_stopping(model, subject.tokenizer) as tok:
-        sampled = {n: functools.partial(sample_answers, model, tok, n=config.n_samples, temperature=config.temperature,
-                                        max_new_tokens=n, seed=config.seed) for n in (short, long)}
         for prompt in tqdm(prompts, desc=f"{subject.spec} answer length", disable=not progress):
             p = list(prompt)
-            answers = {n: random_ids(n, v, rng) for n in (short, long)}
-            fns = {**{f"sample_{n}": functools.partial(sampled[n], prompt_ids=p) for n in (short, long)},
-                   **{f"gradient_{n}": functools.partial(forward_backward, model, p, answers[n]) for n in (short, long)}}
+            fns = {}
+            for n in (short, long):
+                fns[f"sample_{n}"] = functools.partial(sample_answers, model, tok, p, config.n_samples, max_new_tokens=n,
+                                                       temperature=config.temperature, seed=config.seed)
+                fns[f"gradient_{n}"] = functools.partial(forward_backward, model, p, random_ids(n, v, rng))
             for name in rng.permutation(list(fns)):
                 result, sec = clock.timed(fns[name], subject.device)
                 if name.startswith("sample_"):

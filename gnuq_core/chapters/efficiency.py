@@ -118,7 +118,7 @@ class Params(ChapterParams):
     p_true_shots: int = param(20, bench_config.P_TRUE_SHOTS, "worked examples of the reference few-shot P(True) prompt (Farquhar et al.: 20)")
     long_answer_tokens: int = param(bench_config.REFERENCE_ANSWER_CAP, LONG_ANSWER,
                                     "answer length of the gap's answer-length factor (the semantic-entropy reference "
-                                    "code's cap: 50); more than max_new_tokens")
+                                    f"code's cap: {bench_config.REFERENCE_ANSWER_CAP}); more than max_new_tokens")
 
     def __post_init__(self) -> None:
         super().__post_init__()
