@@ -32,6 +32,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from gnuq_core.lm.clustering import CLUSTERERS
 from gnuq_core.options import (OneLineParser, UsageError, flag, group_list, groups_value, one_group, output_path,
                                run_command)
 
@@ -279,7 +280,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="folder with the dataset files (else GNUQ_DATA_DIR, ../shared/data)")
     q.add_argument("--samples", type=flag("n_samples"), default=5, help="samples for the entropy baselines (0: skip)")
     q.add_argument("--temperature", type=flag("temperature"), default=1.0)
-    q.add_argument("--clusterer", default="embedding", choices=["embedding", "exact"])
+    q.add_argument("--clusterer", default="embedding", choices=CLUSTERERS)
     q.add_argument("--threshold", type=flag("threshold"), default=0.85)
     q.add_argument("--no-p-true", action="store_true")
     q.add_argument("--seed", type=flag("seed"), default=0)

@@ -45,7 +45,7 @@
 # - the **gradient** pass (`lm.gradient.forward_backward`), split into its forward,
 #   backward and post-backward parts, over all parameters and over fewer (embeddings
 #   excluded, last block only, LM head only);
-# - the plain **reference** path (`lm.gradient._reference_pass`: full-vocabulary logits at
+# - the plain **reference** path (`lm.gradient.reference_pass`: full-vocabulary logits at
 #   every position and an ordinary backward), where the profile does not skip it;
 # - **N samples** (`lm.decoding.sample_answers`) and, where the profile does not skip it,
 #   the greedy answer and N samples from one prefill (`lm.decoding.decode`);

@@ -16,7 +16,7 @@ pass                        engine function
 ``backward_floor``          `gnuq_core.lm.floor.activation_backward`: the forward with autograd and
                             the backward into the activations only, no parameter gradient and no
                             norm: the least any exact gradient-norm pass costs
-``reference``               `gnuq_core.lm.gradient._reference_pass`: the deliberately plain path
+``reference``               `gnuq_core.lm.gradient.reference_pass`: the deliberately plain path
                             (full-vocabulary logits at every position, an ordinary backward
                             into every parameter's gradient) that the engine avoids
 ``sample``                  `gnuq_core.lm.decoding.sample_answers`: N temperature samples
@@ -231,7 +231,7 @@ def make_passes(subject: Subject, q: Question, config: BenchConfig, clusterer: A
         Pass("backward_floor", activation_backward, pa),
         Pass("gradient", gradient.forward_backward, pa),
         *(Pass(f"gradient_{g}", gradient.forward_backward, pa, {"groups": g}) for g in GRAD_GROUPS),
-        Pass("reference", gradient._reference_pass, pa, {"groups": None, "per_group": False}),
+        Pass("reference", gradient.reference_pass, pa, {"groups": None, "per_group": False}),
         Pass("sample", sample_answers, (m, tok, q.prompt_ids, config.n_samples),
              {"temperature": config.temperature, "max_new_tokens": cap, "stop_at_newline": nl, "seed": config.seed},
              seed_kw="seed"),

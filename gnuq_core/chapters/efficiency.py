@@ -35,6 +35,7 @@ from gnuq_core.bench.profiler import matmul_share
 from gnuq_core.bench.run import run as run_bench
 from gnuq_core.bench.scaling import slope_ratio
 from gnuq_core.bench.summary import READINGS, c8_readings, method_costs
+from gnuq_core.lm.clustering import CLUSTERERS
 from gnuq_core.lm.entailment import NLI_ARCHITECTURES
 from gnuq_core.chapters.base import COUNT, ChapterError, ChapterParams, Result, param
 from gnuq_core.options import MAX_THREADS, OPTIONS, Rule
@@ -50,7 +51,6 @@ GPU_RESULTS = REPO_ROOT / "bench" / "gpu_results.json"
 FLOOR_FORMATS = {"gradient ÷ forward": ".2f", "CPU-time ratio": ".2f", "floor ÷ forward": ".2f"}
 """Column formats of the floor table (two decimals for the ratios)."""
 THREADS = Rule(minimum=0, maximum=MAX_THREADS, integer=True, why_maximum="4 per core; 0: torch's default")
-CLUSTERERS = ("embedding", "exact")
 N_SAMPLES = Rule(minimum=1, maximum=OPTIONS["n_samples"].maximum, integer=True,
                  why_maximum=OPTIONS["n_samples"].why_maximum)
 LENGTHS = Rule(minimum=1, maximum=OPTIONS["max_new_tokens"].maximum, integer=True, nonempty=True,

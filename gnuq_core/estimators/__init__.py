@@ -12,9 +12,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from gnuq_core.estimators.core import LOG_P_TOL, GroupSpec, Uncertainty, from_log_p_and_grad_sq
+from gnuq_core.estimators.core import (
+    LOG_P_TOL,
+    GroupSpec,
+    Uncertainty,
+    from_log_p_and_grad_sq,
+    log10_combined,
+    log10_epistemic,
+    sequence_and_normalized,
+)
 
-__all__ = ["LOG_P_TOL", "GroupSpec", "Uncertainty", "from_log_p_and_grad_sq", "torch_uncertainty",
+__all__ = ["LOG_P_TOL", "GroupSpec", "Uncertainty", "from_log_p_and_grad_sq", "log10_epistemic", "log10_combined",
+           "sequence_and_normalized", "torch_uncertainty",
            "JaxUncertainty", "jax_uncertainty", "jax_grad_sq_norm"]
 
 # torch and JAX are heavy imports: each framework's half lives in its own module and is

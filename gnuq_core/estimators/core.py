@@ -32,6 +32,9 @@ from typing import NamedTuple
 
 __all__ = [
     "Uncertainty",
+    "log10_epistemic",
+    "log10_combined",
+    "sequence_and_normalized",
     "JaxUncertainty",
     "from_log_p_and_grad_sq",
     "torch_uncertainty",
@@ -84,8 +87,49 @@ class Uncertainty(NamedTuple):
     combined: float
     group_sq_norms: dict[str, float]
 
+    def to_dict(self, *, groups: bool = True) -> dict[str, float | None | dict[str, float]]:
+        """JSON-ready fields (a non-finite float, e.g. ``log10`` of a zero gradient, is None);
+        ``groups=False`` leaves out ``group_sq_norms``."""
+        out: dict[str, float | None | dict[str, float]] = {
+            k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in self._asdict().items()}
+        if not groups:
+            del out["group_sq_norms"]
+        return out
+
 
 # --------------------------------------------------------------------------- log space
+
+
+def log10_epistemic(log_p: float, grad_log_p_sq: float) -> float:
+    """``log10 ||grad p||^2 = 2 log p / ln 10 + log10 ||grad log p||^2``: the epistemic term
+    in log space, finite where p underflows; ``-inf`` for a zero gradient (or p = 0)."""
+    return 2.0 * log_p / LN10 + (math.log10(grad_log_p_sq) if grad_log_p_sq > 0 else -math.inf)
+
+
+def log10_combined(log10_epi: float, aleatoric: float) -> float:
+    """``log10(epistemic + aleatoric)`` from ``log10 epistemic`` and the aleatoric term,
+    without overflow or underflow; ``-inf`` when both terms are 0."""
+    if aleatoric <= 0:
+        return log10_epi
+    a = math.log10(aleatoric)
+    hi, lo = max(a, log10_epi), min(a, log10_epi)
+    return hi + math.log10(1.0 + 10.0 ** (lo - hi))
+
+
+def sequence_and_normalized(token_log_probs: Sequence[float], grad_log_p_sq: float,
+                            group_sq_norms: Mapping[str, float] | None = None) -> tuple[Uncertainty, Uncertainty]:
+    """``(sequence, normalized)`` `Uncertainty` of an answer of T tokens from its per-token
+    log-probs and ``||grad log p_seq||^2``: p = prod_t p_t, and the length-normalised
+    p = exp(mean_t log p_t), whose gradient is grad(log p_seq) / T, so its squared norm
+    (and every per-group value) is divided by T^2."""
+    n = len(token_log_probs)
+    if n == 0:
+        raise ValueError("an answer of zero tokens has no probability to score")
+    log_p = math.fsum(token_log_probs)
+    seq = from_log_p_and_grad_sq(log_p, grad_log_p_sq, group_sq_norms)
+    norm = from_log_p_and_grad_sq(log_p / n, grad_log_p_sq / n**2,
+                                  {k: v / n**2 for k, v in (group_sq_norms or {}).items()})
+    return seq, norm
 
 
 def from_log_p_and_grad_sq(
@@ -130,7 +174,7 @@ def from_log_p_and_grad_sq(
     if g < 0:
         raise ValueError(f"||grad log p||^2 = {g:.6g} < 0: a squared norm cannot be negative")
     log10_g = math.log10(g) if g > 0 else -math.inf
-    log10_epi = 2.0 * log_p / LN10 + log10_g
+    log10_epi = log10_epistemic(log_p, g)
     epistemic = 10.0**log10_epi if log10_epi > -math.inf else 0.0
     p = math.exp(log_p)
     aleatoric = p * -math.expm1(log_p)

@@ -20,7 +20,7 @@ This module plugs gnuq in on both sides:
 
 Options of the estimators: ``group`` takes the norm of one parameter group of the
 calculator (it needs ``per_group=True`` and that group in ``groups``); ``normalized`` uses the
-length-normalised p̄ = exp(log p / T) as `gnuq_core.lm.scoring.uncertainties` does;
+length-normalised p̄ = exp(log p / T) as `gnuq_core.estimators.sequence_and_normalized` does;
 ``log10`` (default on, ignored by the aleatoric part) returns log10 of the value: p² underflows
 to 0.0 for long answers, which would tie them all, and every LM-Polygraph metric of ranking
 quality (PRR, ROC-AUC, ...) sees only the order, which log10 keeps.
@@ -65,9 +65,8 @@ from lm_polygraph.stat_calculators.stat_calculator import StatCalculator
 from lm_polygraph.utils.factory_stat_calculator import StatCalculatorContainer
 from omegaconf import OmegaConf
 
-from gnuq_core.estimators import Uncertainty
+from gnuq_core.estimators import Uncertainty, log10_combined, sequence_and_normalized
 from gnuq_core.lm.gradient import forward_backward
-from gnuq_core.lm.scoring import uncertainties
 
 __all__ = ["STATS", "DEPENDENCIES", "GradientNormCalculator", "GnuqEpistemic", "GnuqAleatoric", "GnuqCombined",
            "GnuqGradLogPSq", "ESTIMATORS", "load_stat_calculator", "load_estimator", "stat_calculator_container"]
@@ -140,14 +139,6 @@ class GradientNormCalculator(StatCalculator):
         return out
 
 
-def _log10_sum(log10_a: float, b: float) -> float:
-    """log10(10**log10_a + b) without overflow or underflow (b >= 0)."""
-    if b <= 0:
-        return log10_a
-    hi, lo = max(log10_a, math.log10(b)), min(log10_a, math.log10(b))
-    return hi + math.log10(1.0 + 10.0 ** (lo - hi))
-
-
 class _GnuqEstimator(Estimator):
     """Shared part: one `Uncertainty` per answer from the calculator's stats; subclasses pick a field."""
 
@@ -189,7 +180,7 @@ class _GnuqEstimator(Estimator):
                     raise KeyError(f"no gradient norm for group {self.group!r} (have {sorted(groups)}): configure "
                                    "GradientNormCalculator with per_group=True and that group in groups")
                 g = groups[self.group]
-            seq, norm = uncertainties(token_log_probs, g)
+            seq, norm = sequence_and_normalized(token_log_probs, g)
             values.append(self._value(norm if self.normalized else seq))
         return np.array(values, dtype=np.float64)
 
@@ -227,7 +218,7 @@ class GnuqCombined(_GnuqEstimator):
     name = "GnuqCombined"
 
     def _value(self, u: Uncertainty) -> float:
-        return _log10_sum(u.log10_epistemic, u.aleatoric) if self.log10 else u.combined
+        return log10_combined(u.log10_epistemic, u.aleatoric) if self.log10 else u.combined
 
 
 class GnuqGradLogPSq(_GnuqEstimator):

@@ -10,8 +10,10 @@ and ``"other"``: the groups of the per-layer analysis).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+import functools
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
 import torch
 
@@ -19,8 +21,35 @@ from gnuq_core.estimators.core import matches
 
 PRESET_GROUPS = ("all", "no_embeddings", "last_block", "lm_head", "embeddings", "per_block")
 
+F = TypeVar("F", bound=Callable[..., Any])
 
-def _decoder(model: Any) -> torch.nn.Module:
+
+@contextmanager
+def eval_mode(model: Any) -> Iterator[Any]:
+    """``model`` in eval mode inside the block (dropout off: a pass in train mode gives a
+    different number every call), each submodule's own mode restored on exit."""
+    modes = [(m, m.training) for m in model.modules()]
+    model.eval()
+    try:
+        yield model
+    finally:
+        for m, training in modes:
+            m.training = training
+
+
+def in_eval_mode(fn: F) -> F:
+    """Decorate a pass whose first argument is the model: it runs under `eval_mode`, so a
+    model left in train mode gives the eval-mode number and gets its mode back."""
+    @functools.wraps(fn)
+    def wrapper(model: Any, *args: Any, **kwargs: Any) -> Any:
+        if not getattr(model, "training", False):
+            return fn(model, *args, **kwargs)
+        with eval_mode(model):
+            return fn(model, *args, **kwargs)
+    return wrapper  # type: ignore[return-value]
+
+
+def decoder_of(model: Any) -> torch.nn.Module:
     get = getattr(model, "get_decoder", None)
     dec = get() if callable(get) else None
     if dec is None:
@@ -30,11 +59,11 @@ def _decoder(model: Any) -> torch.nn.Module:
     return dec
 
 
-def _device(model: Any) -> torch.device:
+def device_of(model: Any) -> torch.device:
     return next(model.parameters()).device
 
 
-def _logit_transform(model: Any, z: torch.Tensor) -> torch.Tensor:
+def logit_transform(model: Any, z: torch.Tensor) -> torch.Tensor:
     """Apply the architecture's post-projection logit transforms (softcap, scaling)."""
     cfg = model.config
     scale = getattr(cfg, "logit_scale", None)  # Cohere
@@ -49,13 +78,13 @@ def _logit_transform(model: Any, z: torch.Tensor) -> torch.Tensor:
     return z
 
 
-def _up(x: torch.Tensor) -> torch.Tensor:
+def upcast(x: torch.Tensor) -> torch.Tensor:
     """Half-precision logits to float32 for the softmax; float32/float64 stay as they are."""
     return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
 
 
-def _layers(model: Any) -> torch.nn.ModuleList:
-    dec = _decoder(model)
+def decoder_layers(model: Any) -> torch.nn.ModuleList:
+    dec = decoder_of(model)
     layers = getattr(dec, "layers", None) or getattr(dec, "h", None)
     if not isinstance(layers, torch.nn.ModuleList):
         lists = [m for m in dec.modules() if isinstance(m, torch.nn.ModuleList)]
@@ -67,10 +96,10 @@ def _layers(model: Any) -> torch.nn.ModuleList:
 
 def per_block_groups(model: Any) -> dict[str, list[str]]:
     """Groups for a per-layer breakdown: ``embeddings`` (in a tied model also the output
-    projection), ``block 00``, ``block 01``, … (the decoder blocks, found as `_layers` finds
+    projection), ``block 00``, ``block 01``, … (the decoder blocks, found as `decoder_layers` finds
     them, the same blocks ``"last_block"`` uses) and ``other`` (final norm, an untied head).
     Values are full parameter names; every parameter is in exactly one group."""
-    layers = _layers(model)
+    layers = decoder_layers(model)
     block_of = {id(p): i for i, block in enumerate(layers) for p in block.parameters()}
     emb = {id(m.weight) for m in model.modules() if isinstance(m, torch.nn.Embedding)}
     groups: dict[str, list[str]] = {}
@@ -119,7 +148,7 @@ def resolve_groups(model: Any, groups: str | Sequence[str] | Mapping[str, Any] |
         elif g == "lm_head":
             ids = [id(p) for p in head.parameters()]
         elif g == "last_block":
-            ids = [id(p) for p in _layers(model)[-1].parameters()]
+            ids = [id(p) for p in decoder_layers(model)[-1].parameters()]
         elif g == "per_block":
             out.update(per_block_groups(model))
             continue
@@ -132,7 +161,7 @@ def resolve_groups(model: Any, groups: str | Sequence[str] | Mapping[str, Any] |
     return out
 
 
-def _unique_params(model: Any) -> tuple[dict[int, torch.nn.Parameter], dict[int, list[str]]]:
+def unique_params(model: Any) -> tuple[dict[int, torch.nn.Parameter], dict[int, list[str]]]:
     params: dict[int, torch.nn.Parameter] = {}
     names: dict[int, list[str]] = {}
     for n, p in model.named_parameters(remove_duplicate=False):
@@ -141,13 +170,27 @@ def _unique_params(model: Any) -> tuple[dict[int, torch.nn.Parameter], dict[int,
     return params, names
 
 
-def _select(params: dict[int, Any], names: dict[int, list[str]], groups: Mapping[str, Any] | None
+def select(params: dict[int, Any], names: dict[int, list[str]], groups: Mapping[str, Any] | None
             ) -> dict[str, list[int]]:
+    """``{group: [id of each floating-point parameter tensor in it]}`` for groups as
+    `resolve_groups` returns them (None: one group ``"all"``); a group that matches no
+    parameter is an error naming what the parameter names look like.
+
+    A group given as full parameter names (what the presets resolve to) is looked up by
+    name; prefixes and predicates are matched with `gnuq_core.estimators.core.matches`
+    (a parameter name is never a dotted prefix of another, so both give the same members).
+    """
     if groups is None:
         return {"all": [k for k, p in params.items() if p.is_floating_point()]}
+    owner = {n: k for k, ns in names.items() for n in ns}
     members: dict[str, list[int]] = {}
     for g, spec in groups.items():
-        members[g] = [k for k in params if params[k].is_floating_point() and any(matches(spec, n) for n in names[k])]
+        if isinstance(spec, (list, tuple)) and all(isinstance(n, str) and n in owner for n in spec):
+            found = {owner[n] for n in spec}
+            members[g] = [k for k in params if k in found and params[k].is_floating_point()]
+        else:
+            members[g] = [k for k in params
+                          if params[k].is_floating_point() and any(matches(spec, n) for n in names[k])]
         if not members[g]:
             sample = ", ".join(n for k in list(names)[:6] for n in names[k][:1])
             raise ValueError(f"group {g!r} matches no parameter; parameter names look like: {sample}, ...")

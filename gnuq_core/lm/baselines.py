@@ -15,10 +15,16 @@ entropies (predictive, semantic): semantic entropy is computed here and nowhere 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import torch
+
+from gnuq_core.lm.anatomy import device_of, in_eval_mode
+from gnuq_core.lm.decoding import check_length
+from gnuq_core.lm.prompts import encode_prompt, format_prompt, p_true_question
 
 __all__ = ["max_sequence_probability", "mean_token_entropy", "perplexity", "predictive_entropy",
            "length_normalized_predictive_entropy", "semantic_entropy", "discrete_semantic_entropy", "p_true"]
@@ -109,6 +115,7 @@ def discrete_semantic_entropy(cluster_ids: Sequence[int]) -> float:
     return float(-(f * np.log(f)).sum())
 
 
+@in_eval_mode
 def p_true(model: Any, tokenizer: Any, question: str, answer: str, *, style: str = "chat") -> dict[str, float]:
     """P(True) self-evaluation (Kadavath et al. 2022, *Language Models (Mostly) Know What
     They Know*): one extra forward pass on a prompt that shows the question and the
@@ -117,14 +124,9 @@ def p_true(model: Any, tokenizer: Any, question: str, answer: str, *, style: str
     Returns ``{"p_true": p, "log_p_true": ..., "log_p_false": ..., "seconds": ...}`` with
     p = p(True) / (p(True) + p(False)) over the first tokens of the two words as the model
     would write them (``" True"`` after ``"Answer:"`` in few-shot style, ``"True"`` as the
-    start of the assistant turn in chat style). A confidence: higher = more certain.
+    start of the assistant turn in chat style). A confidence: higher = more certain. A model
+    in train mode is run in eval mode and gets its mode back (`gnuq_core.lm.anatomy.in_eval_mode`).
     """
-    import time
-
-    import torch
-
-    from gnuq_core.lm.prompts import encode_prompt, format_prompt, p_true_question
-
     started = time.perf_counter()
     q = p_true_question(question, answer)
     if style == "chat":
@@ -136,10 +138,8 @@ def p_true(model: Any, tokenizer: Any, question: str, answer: str, *, style: str
         words = (" True", " False")
     ids = encode_prompt(tokenizer, text, style)
     t_id, f_id = (tokenizer(w, add_special_tokens=False)["input_ids"][0] for w in words)
-    from gnuq_core.lm.decoding import check_length
-
     check_length(model, len(ids), 1)
-    dev = next(model.parameters()).device
+    dev = device_of(model)
     with torch.no_grad():
         logits = model(input_ids=torch.tensor([ids], device=dev), use_cache=False, logits_to_keep=1).logits[0, -1]
     lp = torch.log_softmax(logits.double(), -1)

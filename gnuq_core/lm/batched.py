@@ -35,14 +35,13 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from gnuq_core.estimators.hooks import raise_if_non_finite
-from gnuq_core.lm.anatomy import _decoder, _device, _select, _unique_params, resolve_groups
+from gnuq_core.lm.anatomy import decoder_of, device_of, in_eval_mode, resolve_groups, select, unique_params
 from gnuq_core.lm.decoding import check_length, check_token_ids
-from gnuq_core.lm.gradient import GradientPass, _log_probs_and_logit_grad, _vocab_product
+from gnuq_core.lm.gradient import GradientPass, gradient_pass, log_probs_and_logit_grad, vocab_product
 from gnuq_core.lm.prompts import PromptError
 
 __all__ = ["NormRule", "NORM_RULES", "register_norm_rule", "rule_for", "linear_rule", "rms_norm_rule",
-           "batched_forward_backward", "score_batch"]
+           "batched_forward_backward", "batchable"]
 
 NormRule = Callable[[torch.nn.Module, torch.Tensor, torch.Tensor, torch.Tensor], dict[str, torch.Tensor]]
 """``rule(module, input, output_grad, mask) -> {parameter attribute: per-answer squared norms (B,)}``;
@@ -172,6 +171,21 @@ def _owners(model: Any, wanted: set[int]) -> dict[torch.nn.Module, list[tuple[in
     return out
 
 
+def batchable(model: Any, groups: str | Sequence[str] | Mapping[str, Any] | None = None) -> str | None:
+    """None if `batched_forward_backward` can score ``model`` over ``groups`` (every selected
+    parameter sits in one module whose type has a norm rule), else why not, in words."""
+    params, names = unique_params(model)
+    members = select(params, names, resolve_groups(model, groups))
+    selected = {k for m in members.values() for k in m}
+    emb, head = model.get_input_embeddings(), model.get_output_embeddings()
+    special = {id(emb.weight), id(head.weight)} | ({id(head.bias)} if getattr(head, "bias", None) is not None else set())
+    try:
+        _owners(model, {k for k in selected if k not in special})
+    except ValueError as err:
+        return str(err).removeprefix("batched norms: ")
+    return None
+
+
 def batched_forward_backward(model: Any, prompts: Sequence[Sequence[int]], answers: Sequence[Sequence[int]], *,
                              groups: str | Sequence[str] | Mapping[str, Any] | None = None,
                              per_group: bool = False) -> list[GradientPass]:
@@ -191,14 +205,10 @@ def batched_forward_backward(model: Any, prompts: Sequence[Sequence[int]], answe
         raise ValueError(f"{len(prompts)} prompts but {len(answers)} answers")
     if not prompts:
         return []
-    was_training = model.training
-    model.eval()
-    try:
-        return _batched(model, [list(p) for p in prompts], [list(a) for a in answers], groups, per_group)
-    finally:
-        model.train(was_training)
+    return _batched(model, [list(p) for p in prompts], [list(a) for a in answers], groups, per_group)
 
 
+@in_eval_mode
 def _batched(model: Any, prompts: list[list[int]], answers: list[list[int]], groups: Any,
              per_group: bool) -> list[GradientPass]:
     started = time.perf_counter()
@@ -211,8 +221,8 @@ def _batched(model: Any, prompts: list[list[int]], answers: list[list[int]], gro
         check_token_ids(model, a, f"answer {i}")
         check_length(model, len(p), len(a))
     spec = resolve_groups(model, groups)
-    params, names = _unique_params(model)
-    members = _select(params, names, spec)
+    params, names = unique_params(model)
+    members = select(params, names, spec)
     selected = {k for m in members.values() for k in m}
     emb_mod, head = model.get_input_embeddings(), model.get_output_embeddings()
     w_in, w_out = emb_mod.weight, head.weight
@@ -223,7 +233,7 @@ def _batched(model: Any, prompts: list[list[int]], answers: list[list[int]], gro
     special = {id(w_in), id(w_out)} | ({id(bias)} if bias is not None else set())
     owners = _owners(model, {k for k in selected if k not in special})
 
-    dev = _device(model)
+    dev = device_of(model)
     b, lengths = len(prompts), [len(p) + len(a) for p, a in zip(prompts, answers)]
     t_max = max(lengths)
     ids = torch.zeros(b, t_max, dtype=torch.long, device=dev)
@@ -248,13 +258,13 @@ def _batched(model: Any, prompts: list[list[int]], answers: list[list[int]], gro
                                                  (torch.arange(b * t_max, device=dev).reshape(b, t_max),))
             finally:
                 emb_mod.padding_idx = old_pad
-            hidden = _decoder(model)(inputs_embeds=emb, attention_mask=mask, use_cache=False).last_hidden_state
+            hidden = decoder_of(model)(inputs_embeds=emb, attention_mask=mask, use_cache=False).last_hidden_state
             h_ans = hidden[ex, pos]
             with torch.no_grad():
                 z = F.linear(h_ans.detach(), w_out.detach(), bias.detach() if bias is not None else None)
-            tok_lp, dz = _log_probs_and_logit_grad(model, z, targets)
+            tok_lp, dz = log_probs_and_logit_grad(model, z, targets)
             if h_ans.requires_grad:
-                dh = _vocab_product(dz.to(w_out.dtype), w_out.detach())
+                dh = vocab_product(dz.to(w_out.dtype), w_out.detach())
                 torch.autograd.backward(h_ans, grad_tensors=dh.to(h_ans.dtype))
         per = {k: v.tolist() for k, v in sq.items()}
         head_sq, emb_sq, cross, bias_sq = _head_and_embedding(ids, lengths, ex, dz, h_ans.detach(), leaf, old_pad,
@@ -278,12 +288,8 @@ def _batched(model: Any, prompts: list[list[int]], answers: list[list[int]], gro
         token_log_probs = [v for v, e in zip(lp, ex.tolist()) if e == i]
         if not math.isfinite(math.fsum(token_log_probs)):
             raise FloatingPointError(f"log p of answer {i} is {math.fsum(token_log_probs)}; {_FIX}")
-        sq_f = {k: float(v[i]) for k, v in per.items()}
-        raise_if_non_finite(sq_f, selected, names, members, _FIX)
-        total = math.fsum(sq_f.get(k, 0.0) for k in selected)
-        group_sq = {g: math.fsum(sq_f.get(k, 0.0) for k in m) for g, m in members.items()} if per_group else {}
-        out.append(GradientPass(token_log_probs, total, group_sq,
-                                {names[k][0]: sq_f.get(k, 0.0) for k in selected}, seconds))
+        out.append(gradient_pass(token_log_probs, {k: float(v[i]) for k, v in per.items()}, selected, names, members,
+                                 per_group, seconds, _FIX))
     return out
 
 
@@ -313,34 +319,3 @@ def _head_and_embedding(ids: torch.Tensor, lengths: list[int], ex: torch.Tensor,
             if need_cross:
                 cross[i] = float(((d_i[:, uniq.to(d_i.device)].T @ h_i) * r.to(d_i.device)).sum())
     return head_sq, emb_sq, cross, bias_sq
-
-
-def score_batch(model: Any, tokenizer: Any, prompts: Sequence[str], answers: Sequence[str], *, style: str = "chat",
-                brief: bool = True, groups: Any = None, per_group: bool = False, prediction: str = "sequence",
-                batch_size: int = 16, progress: bool = True) -> list[Any]:
-    """`gnuq_core.lm.scoring.score` of given answers, ``batch_size`` pairs per forward–backward
-    pass: the same `ScoreResult`s as `score_many` (to float rounding), faster where a batched
-    pass is cheaper per sequence (on a GPU, much)."""
-    from tqdm.auto import tqdm
-
-    from gnuq_core.lm.prompts import encode_answer, encode_prompt, format_prompt
-    from gnuq_core.lm.scoring import PREDICTIONS, ScoreResult, uncertainties
-
-    if prediction not in PREDICTIONS:
-        raise ValueError(f"unknown prediction {prediction!r}; use one of {', '.join(PREDICTIONS)}")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size={batch_size!r}: use a whole number ≥ 1")
-    if len(prompts) != len(answers) or any(a is None for a in answers):
-        raise ValueError("score_batch needs one answer per prompt (generate them first, or use score_many, which "
-                         "generates the missing ones)")
-    p_ids = [encode_prompt(tokenizer, format_prompt(tokenizer, p, style, brief=brief), style) for p in prompts]
-    a_ids = [encode_answer(tokenizer, a, style) for a in answers]
-    out: list[Any] = []
-    for s in tqdm(range(0, len(prompts), batch_size), desc="scoring (batched)", disable=not progress):
-        passes = batched_forward_backward(model, p_ids[s:s + batch_size], a_ids[s:s + batch_size], groups=groups,
-                                          per_group=per_group)
-        for a, ids, gp in zip(answers[s:s + batch_size], a_ids[s:s + batch_size], passes):
-            seq, norm = uncertainties(gp.token_log_probs, gp.grad_sq, gp.group_sq)
-            out.append(ScoreResult(a.strip(), list(ids), gp.token_log_probs, seq, norm, prediction, None,
-                                   {"gradient": gp.seconds}))
-    return out

@@ -115,10 +115,14 @@ class EmbeddingClusterer:
         return [label[d] for d in norm]
 
 
+CLUSTERERS = ("embedding", "exact")
+"""The clusterers `get_clusterer` knows, by name."""
+
+
 def get_clusterer(name: str, threshold: float = 0.85) -> Clusterer:
-    """``"exact"`` or ``"embedding"`` (MiniLM) clusterer by name."""
+    """``"exact"`` or ``"embedding"`` (MiniLM) clusterer by name (`CLUSTERERS`)."""
     if name == "exact":
         return exact_match_clusters
     if name == "embedding":
         return EmbeddingClusterer(threshold)
-    raise ValueError(f"unknown clusterer {name!r}; use 'exact' or 'embedding'")
+    raise ValueError(f"unknown clusterer {name!r}; use one of {', '.join(map(repr, CLUSTERERS))}")

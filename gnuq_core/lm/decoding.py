@@ -6,6 +6,8 @@ greedy decoder that prefills on its own) and for the N sample rows (a copy of th
 expanded to N rows; rows that stopped are dropped from the batch at every step).
 `generate` (greedy only) and `sample_answers` (samples only) run the same internals.
 Also the length checks (`context_length`, `check_length`) and the stop tokens of a model.
+Every pass runs the model in eval mode: a model left in train mode (dropout on) is switched
+for the pass and gets its mode back (`gnuq_core.lm.anatomy.in_eval_mode`).
 
 Stop-token convention, for every sequence score built from these outputs
 ---------------------------------------------------------------------------
@@ -41,7 +43,7 @@ from typing import Any
 
 import torch
 
-from gnuq_core.lm.anatomy import _device, _up
+from gnuq_core.lm.anatomy import decoder_of, device_of, in_eval_mode, logit_transform, upcast
 from gnuq_core.lm.prompts import PromptError
 
 __all__ = ["Generation", "Sample", "decode", "generate", "sample_answers", "teacher_forced", "context_length",
@@ -210,7 +212,7 @@ def _is_newline(tokenizer: Any, tok: int, cache: dict[int, bool]) -> bool:
 @torch.no_grad()
 def _prefill(model: Any, prompt_ids: Sequence[int]) -> tuple[torch.Tensor, Any]:
     """The prompt's last-position logits (1, V) and its KV cache, from one batch-1 forward."""
-    return _step(model, torch.tensor([list(prompt_ids)], device=_device(model)), None)
+    return _step(model, torch.tensor([list(prompt_ids)], device=device_of(model)), None)
 
 
 def _map_rows(cache: Any, fn: Any, method: str, arg: Any) -> Any:
@@ -238,6 +240,22 @@ def _select_rows(cache: Any, rows: torch.Tensor) -> Any:
     return _map_rows(cache, lambda t: t.index_select(0, rows), "batch_select_indices", rows)
 
 
+def _length_buckets(widths: Sequence[int], slack: float = 1.3) -> list[list[int]]:
+    """Rows (indices into ``widths``) in batches of similar width, longest first: a row joins
+    the current batch while the batch's padded size stays within ``slack`` times its real
+    tokens, so padding costs at most 30% more positions and few batches run."""
+    order = sorted(range(len(widths)), key=lambda r: -widths[r])
+    buckets: list[list[int]] = []
+    for r in order:
+        if buckets:
+            b = buckets[-1]
+            if widths[b[0]] * (len(b) + 1) <= slack * (sum(widths[i] for i in b) + widths[r]):
+                b.append(r)
+                continue
+        buckets.append([r])
+    return buckets
+
+
 def _inverse_cdf(log_probs: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     """One token per row from ``exp(log_probs)`` (B, V) by inverse-CDF sampling.
 
@@ -257,12 +275,12 @@ def _inverse_cdf(log_probs: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
 def _greedy(model: Any, tokenizer: Any, prompt_ids: Sequence[int], logits: torch.Tensor, cache: Any, *,
             max_new_tokens: int, stops: set[int], stop_at_newline: bool, nl: dict[int, bool]) -> Generation:
     """Greedy decoding from the prompt's prefill ``logits`` (1, V) and ``cache`` (consumed)."""
-    dev = _device(model)
+    dev = device_of(model)
     logits = logits[0]
     answer, lps, ents, reason = [], [], [], "max_new_tokens"
     stop_lp, stop_id = None, None
     for step in range(max_new_tokens):
-        lp = torch.log_softmax(_up(logits), dim=-1)
+        lp = torch.log_softmax(upcast(logits), dim=-1)
         if step == 0:
             cand = torch.topk(lp, min(64, lp.numel())).indices.tolist()
             tok = next((c for c in cand if c not in stops and not (stop_at_newline and _is_newline(tokenizer, c, nl))),
@@ -294,7 +312,7 @@ def _sample_rows(model: Any, tokenizer: Any, logits: torch.Tensor, cache: Any, n
     row's sample depends only on the seed, its row index and its own tokens: dropping
     finished rows (``drop_finished``, the fast path) gives the same samples as keeping them.
     """
-    dev = _device(model)
+    dev = device_of(model)
     cache = _expand_rows(cache, n)
     rows = list(range(n))  # original index of each batch row still decoded
     toks: list[list[int]] = [[] for _ in range(n)]
@@ -304,7 +322,7 @@ def _sample_rows(model: Any, tokenizer: Any, logits: torch.Tensor, cache: Any, n
     stop_id: list[int | None] = [None] * n
     done = [False] * n
     for step in range(max_new_tokens):
-        lp = torch.log_softmax(_up(logits), dim=-1)  # the one normalisation of the step (T = 1)
+        lp = torch.log_softmax(upcast(logits), dim=-1)  # the one normalisation of the step (T = 1)
         if lp.shape[0] != len(rows):  # the first step: the prompt's single row, shared by all
             lp = lp.expand(len(rows), -1)
         u = torch.rand(n, generator=generator, dtype=torch.float64, device=dev)
@@ -362,6 +380,7 @@ def _check_args(max_new_tokens: int, n: int, temperature: float) -> None:
                          "(use `generate` for greedy answers); above, every token is about equally likely")
 
 
+@in_eval_mode
 @torch.no_grad()
 def decode(model: Any, tokenizer: Any, prompt_ids: Sequence[int], n_samples: int, *, temperature: float = 1.0,
            max_new_tokens: int = 32, stop_at_newline: bool = False, seed: int = 0,
@@ -413,7 +432,7 @@ def decode(model: Any, tokenizer: Any, prompt_ids: Sequence[int], n_samples: int
     wall1, cpu1 = time.perf_counter(), time.process_time()
     samples: list[Sample] = []
     if n_samples > 0:  # the sample rows decode from an expanded copy; the greedy pass then consumes `cache`
-        generator = torch.Generator(device=_device(model)).manual_seed(seed)
+        generator = torch.Generator(device=device_of(model)).manual_seed(seed)
         samples = _sample_rows(model, tokenizer, logits, cache, n_samples, temperature=temperature,
                                max_new_tokens=max_new_tokens, stops=stops, stop_at_newline=stop_at_newline, nl=nl,
                                generator=generator)
@@ -443,6 +462,7 @@ def generate(model: Any, tokenizer: Any, prompt_ids: Sequence[int], *, max_new_t
     return decode(model, tokenizer, prompt_ids, 0, max_new_tokens=max_new_tokens, stop_at_newline=stop_at_newline)[0]
 
 
+@in_eval_mode
 @torch.no_grad()
 def sample_answers(model: Any, tokenizer: Any, prompt_ids: Sequence[int], n: int, *, temperature: float = 1.0,
                    max_new_tokens: int = 32, stop_at_newline: bool = False, seed: int = 0,
@@ -465,7 +485,7 @@ def sample_answers(model: Any, tokenizer: Any, prompt_ids: Sequence[int], n: int
     stops = stop_token_ids(model, tokenizer)
     nl: dict[int, bool] = {}
     logits, cache = _prefill(model, prompt_ids)
-    generator = torch.Generator(device=_device(model)).manual_seed(seed)
+    generator = torch.Generator(device=device_of(model)).manual_seed(seed)
     batch_size = batch_size or n
     samples: list[Sample] = []
     while len(samples) < n:
@@ -476,6 +496,7 @@ def sample_answers(model: Any, tokenizer: Any, prompt_ids: Sequence[int], n: int
     return samples
 
 
+@in_eval_mode
 @torch.no_grad()
 def teacher_forced(model: Any, prompt_ids: Sequence[int], sequences: Sequence[Sequence[int]]
                    ) -> list[tuple[list[float], list[float]]]:
@@ -485,7 +506,9 @@ def teacher_forced(model: Any, prompt_ids: Sequence[int], sequences: Sequence[Se
     way `decode` scores what it generates: the prompt is prefilled once, its KV cache is
     copied to one row per continuation, and all continuation tokens are fed in one batched
     step (padded on the right: a row's causal attention never reaches its own padding).
-    The distribution is the model's own (T = 1), the same log-softmax.
+    The vocabulary projection and the log-softmax run on the real positions only, not on
+    the padding (with a 262k vocabulary they are most of the cost). The distribution is the
+    model's own (T = 1), the same log-softmax.
 
     Parameters
     ----------
@@ -509,26 +532,34 @@ def teacher_forced(model: Any, prompt_ids: Sequence[int], sequences: Sequence[Se
         return out
     longest = max(len(sequences[k]) for k in todo)
     check_length(model, len(prompt_ids), longest)
-    dev = _device(model)
+    dev = device_of(model)
     first, cache = _prefill(model, prompt_ids)  # (1, V): the distribution of every continuation's first token
     n = len(todo)
-    lps = torch.log_softmax(_up(first), dim=-1).expand(n, -1)[:, None, :]  # (n, 1, V)
-    if longest > 1:
-        fed = torch.zeros((n, longest - 1), dtype=torch.long, device=dev)
-        mask = torch.zeros((n, len(prompt_ids) + longest - 1), dtype=torch.long, device=dev)
+    first_lp = torch.log_softmax(upcast(first), dim=-1)[0]  # (V,)
+    later: dict[int, torch.Tensor] = {}  # per continuation: log-softmax of its tokens 2..t, (t - 1, V)
+    body = decoder_of(model)
+    key = "cache" if "cache" in inspect.signature(body.forward).parameters else "past_key_values"
+    for bucket in _length_buckets([len(sequences[k]) - 1 for k in todo]):
+        rows_k = [todo[r] for r in bucket]
+        width = len(sequences[rows_k[0]]) - 1  # the longest in the bucket
+        if width == 0:
+            continue
+        fed = torch.zeros((len(rows_k), width), dtype=torch.long, device=dev)
+        mask = torch.zeros((len(rows_k), len(prompt_ids) + width), dtype=torch.long, device=dev)
         mask[:, :len(prompt_ids)] = 1
-        for r, k in enumerate(todo):
+        for r, k in enumerate(rows_k):
             seq = list(sequences[k])[:-1]
             if seq:
                 fed[r, :len(seq)] = torch.tensor(seq, device=dev)
                 mask[r, len(prompt_ids):len(prompt_ids) + len(seq)] = 1
-        rows = _expand_rows(cache, n)
-        key = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
-        logits = model(input_ids=fed, attention_mask=mask, use_cache=True, **{key: rows}).logits
-        lps = torch.cat([lps, torch.log_softmax(_up(logits), dim=-1)], dim=1)  # (n, longest, V)
+        cache_rows = _expand_rows(cache, len(rows_k))
+        hidden = body(input_ids=fed, attention_mask=mask, use_cache=True, **{key: cache_rows}).last_hidden_state
+        real = mask[:, len(prompt_ids):].bool()  # the positions that are not padding
+        logits = logit_transform(model, model.get_output_embeddings()(hidden[real]))
+        flat = torch.log_softmax(upcast(logits), dim=-1)
+        later.update(zip(rows_k, torch.split(flat, real.sum(1).tolist())))
     for r, k in enumerate(todo):
-        t = len(sequences[k])
-        lp = lps[r, :t]
+        lp = torch.cat([first_lp[None], later[k]]) if k in later else first_lp[None]  # (t, V)
         target = torch.tensor(list(sequences[k]), device=dev)
         picked = lp.gather(1, target[:, None])[:, 0].double().tolist()
         entropy = (-(lp.exp() * lp).nan_to_num().sum(-1)).double().tolist()

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from gnuq_core.estimators.hooks import hooked_sq_norms
-from gnuq_core.lm.anatomy import _decoder, _device, _logit_transform, _unique_params, _up
+from gnuq_core.lm.anatomy import decoder_of, device_of, logit_transform, unique_params, upcast
 
 __all__ = ["activation_backward"]
 
@@ -30,15 +30,15 @@ def activation_backward(model: Any, prompt_ids: Sequence[int], answer_ids: Seque
     nothing selected; flags and ``.grad`` restored on return), so no weight-gradient product
     and no norm is computed: what the gradient pass costs beyond this is what its norms cost.
     """
-    ids = torch.tensor([list(prompt_ids) + list(answer_ids)], device=_device(model))
+    ids = torch.tensor([list(prompt_ids) + list(answer_ids)], device=device_of(model))
     n_p = len(prompt_ids)
-    params, _ = _unique_params(model)
+    params, _ = unique_params(model)
     with hooked_sq_norms(params, selected=()), torch.enable_grad():  # no parameter requires grad
         with torch.no_grad():
             emb = model.get_input_embeddings()(ids)
         emb.requires_grad_(True)
-        h = _decoder(model)(inputs_embeds=emb, use_cache=False).last_hidden_state[0, n_p - 1:-1]
-        z = _up(_logit_transform(model, model.get_output_embeddings()(h)))
+        h = decoder_of(model)(inputs_embeds=emb, use_cache=False).last_hidden_state[0, n_p - 1:-1]
+        z = upcast(logit_transform(model, model.get_output_embeddings()(h)))
         log_p = torch.log_softmax(z, -1).gather(1, ids[0, n_p:, None]).sum()
         log_p.backward()
     return float(log_p.detach())

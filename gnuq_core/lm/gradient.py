@@ -60,12 +60,13 @@ from gnuq_core.estimators.hooks import (
     raise_if_non_finite,
 )
 from gnuq_core.lm.anatomy import (
-    _decoder,
-    _device,
-    _logit_transform,
-    _select,
-    _unique_params,
-    _up,
+    decoder_of,
+    device_of,
+    in_eval_mode,
+    logit_transform,
+    select,
+    unique_params,
+    upcast,
     resolve_groups,
 )
 from gnuq_core.lm.decoding import check_length, check_token_ids
@@ -133,19 +134,14 @@ def forward_backward(model: Any, prompt_ids: Sequence[int], answer_ids: Sequence
         raise RuntimeError("forward_backward was called inside torch.inference_mode(), where no gradient can be "
                            "computed: call it outside that block (torch.no_grad() is fine: the pass turns "
                            "gradients on for itself)")
-    if not model.training:
-        return _forward_backward(model, prompt_ids, answer_ids, groups=groups, per_group=per_group, ghost=ghost)
-    model.eval()
-    try:
-        return _forward_backward(model, prompt_ids, answer_ids, groups=groups, per_group=per_group, ghost=ghost)
-    finally:
-        model.train()
+    return _forward_backward(model, prompt_ids, answer_ids, groups=groups, per_group=per_group, ghost=ghost)
 
 
+@in_eval_mode
 def _forward_backward(model: Any, prompt_ids: Sequence[int], answer_ids: Sequence[int], *,
                       groups: str | Sequence[str] | Mapping[str, Any] | None, per_group: bool,
                       ghost: str) -> GradientPass:
-    """`forward_backward` on a model in eval mode."""
+    """`forward_backward` in eval mode."""
     started = time.perf_counter()
     if ghost not in GHOST_MODES:
         raise ValueError(f"ghost={ghost!r}: use one of {', '.join(map(repr, GHOST_MODES))}")
@@ -157,8 +153,8 @@ def _forward_backward(model: Any, prompt_ids: Sequence[int], answer_ids: Sequenc
     check_token_ids(model, answer_ids, "the answer")
     check_length(model, len(prompt_ids), len(answer_ids))
     spec = resolve_groups(model, groups)
-    params, names = _unique_params(model)
-    members = _select(params, names, spec)
+    params, names = unique_params(model)
+    members = select(params, names, spec)
     selected = {k for m in members.values() for k in m}
 
     emb_mod = model.get_input_embeddings()
@@ -172,7 +168,7 @@ def _forward_backward(model: Any, prompt_ids: Sequence[int], answer_ids: Sequenc
     special = {id(w_in), id(w_out)} | ({id(bias)} if bias is not None else set())
     body = [k for k in params if k in selected and k not in special]
 
-    dev = _device(model)
+    dev = device_of(model)
     ids = torch.tensor(list(prompt_ids) + list(answer_ids), device=dev)
     n_p = len(prompt_ids)
     targets = ids[n_p:]
@@ -194,16 +190,16 @@ def _forward_backward(model: Any, prompt_ids: Sequence[int], answer_ids: Sequenc
                 rows = None
                 with torch.no_grad():
                     emb = emb_mod(ids[None])
-            h_ans = _decoder(model)(inputs_embeds=emb, use_cache=False).last_hidden_state[0, n_p - 1:-1]
+            h_ans = decoder_of(model)(inputs_embeds=emb, use_cache=False).last_hidden_state[0, n_p - 1:-1]
         with torch.no_grad():
             z = F.linear(h_ans.detach(), w_out.detach(), bias.detach() if bias is not None else None)
-        tok_lp, dz = _log_probs_and_logit_grad(model, z, targets)
+        tok_lp, dz = log_probs_and_logit_grad(model, z, targets)
         token_log_probs = tok_lp.double().tolist()
         log_p_value = math.fsum(token_log_probs)
         if not math.isfinite(log_p_value):
             raise FloatingPointError(f"log p of the answer is {log_p_value}; {_FIX}")
         if h_ans.requires_grad:
-            dh = _vocab_product(dz.to(w_out.dtype), w_out.detach())
+            dh = vocab_product(dz.to(w_out.dtype), w_out.detach())
             torch.autograd.backward(h_ans, grad_tensors=dh.to(h_ans.dtype))
         # -------------------------------------------------- tied / head / embedding pieces
         sq = norms.sq
@@ -225,11 +221,21 @@ def _forward_backward(model: Any, prompt_ids: Sequence[int], answer_ids: Sequenc
         if need_bias:
             sq[id(bias)] = (dz.sum(0, dtype=torch.float64) ** 2).sum()
         sq_f = {k: float(v) for k, v in sq.items()}
-    raise_if_non_finite(sq_f, selected, names, members, _FIX)
-    total = math.fsum(sq_f.get(k, 0.0) for k in selected)
-    group_sq = {g: math.fsum(sq_f.get(k, 0.0) for k in m) for g, m in members.items()} if per_group else {}
-    return GradientPass(token_log_probs, total, group_sq, {names[k][0]: sq_f.get(k, 0.0) for k in selected},
-                        time.perf_counter() - started)
+    return gradient_pass(token_log_probs, sq_f, selected, names, members, per_group, time.perf_counter() - started,
+                         _FIX)
+
+
+def gradient_pass(token_log_probs: list[float], sq: Mapping[int, float], selected: set[int],
+                  names: Mapping[int, list[str]], members: Mapping[str, list[int]], per_group: bool, seconds: float,
+                  fix: str) -> GradientPass:
+    """The `GradientPass` of one answer from its squared norms per parameter tensor ``sq``
+    (by ``id``): the total over ``selected`` and per group, summed with ``math.fsum``;
+    raises `FloatingPointError` naming the first non-finite parameter and its group
+    (with ``fix``: what to do). Shared by `forward_backward` and the batched pass."""
+    raise_if_non_finite(sq, selected, names, members, fix)
+    total = math.fsum(sq.get(k, 0.0) for k in selected)
+    group_sq = {g: math.fsum(sq.get(k, 0.0) for k in m) for g, m in members.items()} if per_group else {}
+    return GradientPass(token_log_probs, total, group_sq, {names[k][0]: sq.get(k, 0.0) for k in selected}, seconds)
 
 
 def _ghost_layers(model: Any, body: Sequence[int], rows: int, mode: str) -> dict[int, torch.nn.Linear]:
@@ -251,7 +257,7 @@ def _ghost_layers(model: Any, body: Sequence[int], rows: int, mode: str) -> dict
     return out
 
 
-def _vocab_product(dz: torch.Tensor, w: torch.Tensor, chunk: int = 512, max_rows: int = 8) -> torch.Tensor:
+def vocab_product(dz: torch.Tensor, w: torch.Tensor, chunk: int = 512, max_rows: int = 8) -> torch.Tensor:
     """``dz @ w`` (T x V times V x d) with the sum over the vocabulary accurate for few rows.
 
     With one or two rows the product is a matrix-vector product that sums the ~50k-260k
@@ -273,7 +279,7 @@ def _vocab_product(dz: torch.Tensor, w: torch.Tensor, chunk: int = 512, max_rows
     return out.to(dz.dtype)
 
 
-def _log_probs_and_logit_grad(model: Any, z: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def log_probs_and_logit_grad(model: Any, z: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-token log p and ``d log p / d z`` for the raw head outputs z (T x V), exactly.
 
     Through autograd, ``d log p / d z_target = 1 - p_target`` is formed as 1 minus a number
@@ -285,7 +291,7 @@ def _log_probs_and_logit_grad(model: Any, z: torch.Tensor, targets: torch.Tensor
     tgt = targets[:, None]
     with torch.enable_grad():
         leaf = z.detach().requires_grad_(True)
-        zt = _up(_logit_transform(model, leaf))
+        zt = upcast(logit_transform(model, leaf))
     transformed = zt is not leaf
     zd = zt.detach()
     lse = torch.logsumexp(zd, dim=-1, keepdim=True)
@@ -299,21 +305,22 @@ def _log_probs_and_logit_grad(model: Any, z: torch.Tensor, targets: torch.Tensor
     return tok, dz
 
 
-def _reference_pass(model: Any, prompt_ids: Sequence[int], answer_ids: Sequence[int], *,
+@in_eval_mode
+def reference_pass(model: Any, prompt_ids: Sequence[int], answer_ids: Sequence[int], *,
                     groups: Any, per_group: bool) -> GradientPass:
     """Plain path: full logits, full gradients, via `estimators.torch_uncertainty`."""
     from gnuq_core.estimators import torch_uncertainty
 
     started = time.perf_counter()
     check_length(model, len(prompt_ids), len(answer_ids))
-    dev = _device(model)
+    dev = device_of(model)
     ids = torch.tensor([list(prompt_ids) + list(answer_ids)], device=dev)
     n_p = len(prompt_ids)
     box: dict[str, Any] = {}
 
     def log_prob_fn(m: Any) -> torch.Tensor:
         logits = m(input_ids=ids, use_cache=False).logits[0, n_p - 1:-1]
-        lp = torch.log_softmax(_up(logits), -1).gather(1, ids[0, n_p:, None])[:, 0]
+        lp = torch.log_softmax(upcast(logits), -1).gather(1, ids[0, n_p:, None])[:, 0]
         box["tok"] = lp.detach().double().tolist()
         return lp.sum()
 
@@ -323,11 +330,12 @@ def _reference_pass(model: Any, prompt_ids: Sequence[int], answer_ids: Sequence[
                         dict(u.group_sq_norms), {}, time.perf_counter() - started)
 
 
+@in_eval_mode
 def answer_log_probs(model: Any, prompt_ids: Sequence[int], answer_ids: Sequence[int]) -> list[float]:
     """Per-token log p of an answer (forward only, LM head at answer positions only)."""
     with torch.no_grad():
-        dev = _device(model)
+        dev = device_of(model)
         ids = torch.tensor([list(prompt_ids) + list(answer_ids)], device=dev)
-        h = _decoder(model)(input_ids=ids, use_cache=False).last_hidden_state[0, len(prompt_ids) - 1:-1]
-        z = _logit_transform(model, model.get_output_embeddings()(h))
-        return torch.log_softmax(_up(z), -1).gather(1, ids[0, len(prompt_ids):, None])[:, 0].double().tolist()
+        h = decoder_of(model)(input_ids=ids, use_cache=False).last_hidden_state[0, len(prompt_ids) - 1:-1]
+        z = logit_transform(model, model.get_output_embeddings()(h))
+        return torch.log_softmax(upcast(z), -1).gather(1, ids[0, len(prompt_ids):, None])[:, 0].double().tolist()

@@ -40,6 +40,8 @@ import json
 import os
 import re
 import shutil
+import struct
+import time
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -323,8 +325,6 @@ def _dequantise(gguf: Path, dtype: str) -> tuple[Any, Any]:
     A truncated or damaged file fails inside the GGUF reader with errors that name no file
     (``struct.error``, "cannot reshape array …"); they become one `ModelNotFound` naming it.
     """
-    import struct
-
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     try:
@@ -468,8 +468,6 @@ def load_model(name: str, *, device: str | None = "cpu", dtype: str = "float32",
     -------
     LoadedModel
     """
-    import time
-
     started = time.perf_counter()
     if device_map is None:
         check_device(device)

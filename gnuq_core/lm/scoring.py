@@ -6,13 +6,14 @@ For an answer y = (y_1..y_T) to a prompt x, the prediction is either
 * ``"normalized"``: the length-normalised geometric mean p = exp(mean_t log p_t).
 
 Both come from the same backward pass: grad log p_norm = grad log p_seq / T. Epistemic is
-``||grad_theta p||^2 = p^2 ||grad_theta log p||^2`` computed in log space
-(`gnuq_core.estimators.from_log_p_and_grad_sq`), aleatoric is ``p (1 - p)`` and combined
-is their sum (law of total variance, as in the paper).
+``||grad_theta p||^2 = p^2 ||grad_theta log p||^2`` computed in log space, aleatoric is
+``p (1 - p)`` and combined is their sum (law of total variance, as in the paper): the
+estimator's one formula, `gnuq_core.estimators.sequence_and_normalized`.
 
 The passes live in `gnuq_core.lm.decoding` (greedy answer, samples) and
 `gnuq_core.lm.gradient` (the forward–backward pass, ``backend="fast"`` or ``"reference"``);
-parameter groups in `gnuq_core.lm.anatomy`. This module is the front door: `score`.
+parameter groups in `gnuq_core.lm.anatomy`. This module is the front door: `score` for one
+answer, `score_many` for many (given answers scored several per pass, `gnuq_core.lm.batched`).
 
 Prompt longer than the context window: an error (not truncation), because cutting the
 start of a prompt silently changes the question (and drops the few-shot examples or the
@@ -21,18 +22,22 @@ chat header). The message says how many tokens are too many.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from tqdm.auto import tqdm
+
+from gnuq_core.estimators import sequence_and_normalized
+from gnuq_core.lm.batched import batchable, batched_forward_backward
 from gnuq_core.lm.decoding import Generation, generate
-from gnuq_core.lm.gradient import _reference_pass, forward_backward
+from gnuq_core.lm.gradient import GradientPass, forward_backward, reference_pass
 from gnuq_core.lm.prompts import encode_answer, encode_prompt, format_prompt
 
-__all__ = ["ScoreResult", "PREDICTIONS", "score", "score_many", "uncertainties"]
+__all__ = ["ScoreResult", "PREDICTIONS", "BACKENDS", "score", "score_many"]
 
 PREDICTIONS = ("sequence", "normalized")
+BACKENDS = ("fast", "reference")
 
 
 @dataclass
@@ -71,31 +76,11 @@ class ScoreResult:
         return self.sequence if self.prediction == "sequence" else self.normalized
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict (infinite log10 values become None)."""
-        def unc(u: Any) -> dict[str, Any]:
-            d = u._asdict()
-            return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in d.items()}
-
+        """JSON-ready dict (infinite log10 values become None: `Uncertainty.to_dict`)."""
         return {"answer": self.answer, "answer_ids": self.answer_ids, "token_log_probs": self.token_log_probs,
-                "prediction": self.prediction, "sequence": unc(self.sequence),
-                "normalized": unc(self.normalized),
+                "prediction": self.prediction, "sequence": self.sequence.to_dict(),
+                "normalized": self.normalized.to_dict(),
                 "generation": asdict(self.generation) if self.generation else None, "timings": self.timings}
-
-
-def uncertainties(token_log_probs: Sequence[float], grad_sq: float, group_sq: Mapping[str, float] | None = None
-                  ) -> tuple[Any, Any]:
-    """(sequence, normalized) `Uncertainty` from per-token log-probs and ``||grad log p_seq||^2``.
-
-    The normalized prediction log p / T has gradient grad(log p)/T, so its squared norm
-    (and every per-group value) is divided by T^2.
-    """
-    from gnuq_core.estimators import from_log_p_and_grad_sq
-
-    n = len(token_log_probs)
-    log_p = math.fsum(token_log_probs)
-    seq = from_log_p_and_grad_sq(log_p, grad_sq, group_sq)
-    norm = from_log_p_and_grad_sq(log_p / n, grad_sq / n**2, {k: v / n**2 for k, v in (group_sq or {}).items()})
-    return seq, norm
 
 
 def score(model: Any, tokenizer: Any, prompt: str, answer: str | None = None, *, style: str = "chat",
@@ -131,36 +116,75 @@ def score(model: Any, tokenizer: Any, prompt: str, answer: str | None = None, *,
     -------
     ScoreResult
     """
+    _check_choices(prediction, backend)
+    prompt_ids, answer_ids, answer_text, generation = _answer(model, tokenizer, prompt, answer, style, brief,
+                                                              max_new_tokens, generation)
+    run = forward_backward if backend == "fast" else reference_pass
+    gp = run(model, prompt_ids, answer_ids, groups=groups, per_group=per_group)
+    return _result(answer_text, answer_ids, gp, prediction, generation)
+
+
+def _check_choices(prediction: str, backend: str) -> None:
     if prediction not in PREDICTIONS:
         raise ValueError(f"unknown prediction {prediction!r}; use one of {', '.join(PREDICTIONS)}")
-    if backend not in ("fast", "reference"):
-        raise ValueError(f"unknown backend {backend!r}; use 'fast' or 'reference'")
-    text = format_prompt(tokenizer, prompt, style, brief=brief)
-    prompt_ids = encode_prompt(tokenizer, text, style)
-    timings: dict[str, float] = {}
-    if answer is None:
-        if generation is None:
-            generation = generate(model, tokenizer, prompt_ids, max_new_tokens=max_new_tokens,
-                                  stop_at_newline=(style == "fewshot"))
-        timings["generate"] = generation.seconds
-        answer_ids, answer_text = generation.answer_ids, generation.answer
-    else:
-        answer_ids, answer_text = encode_answer(tokenizer, answer, style), answer.strip()
-        generation = None
-    run = forward_backward if backend == "fast" else _reference_pass
-    gp = run(model, prompt_ids, answer_ids, groups=groups, per_group=per_group)
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; use one of {', '.join(map(repr, BACKENDS))}")
+
+
+def _answer(model: Any, tokenizer: Any, prompt: str, answer: str | None, style: str, brief: bool,
+            max_new_tokens: int, generation: Generation | None
+            ) -> tuple[list[int], list[int], str, Generation | None]:
+    """Prompt ids, answer ids, answer text and the greedy pass (None for a given answer)."""
+    prompt_ids = encode_prompt(tokenizer, format_prompt(tokenizer, prompt, style, brief=brief), style)
+    if answer is not None:
+        return prompt_ids, list(encode_answer(tokenizer, answer, style)), answer.strip(), None
+    if generation is None:
+        generation = generate(model, tokenizer, prompt_ids, max_new_tokens=max_new_tokens,
+                              stop_at_newline=(style == "fewshot"))
+    return prompt_ids, list(generation.answer_ids), generation.answer, generation
+
+
+def _result(answer_text: str, answer_ids: list[int], gp: GradientPass, prediction: str,
+            generation: Generation | None) -> ScoreResult:
+    timings = {"generate": generation.seconds} if generation is not None else {}
     timings["gradient"] = gp.seconds
-    seq, norm = uncertainties(gp.token_log_probs, gp.grad_sq, gp.group_sq)
-    return ScoreResult(answer_text, list(answer_ids), gp.token_log_probs, seq, norm, prediction, generation, timings)
+    seq, norm = sequence_and_normalized(gp.token_log_probs, gp.grad_sq, gp.group_sq)
+    return ScoreResult(answer_text, answer_ids, gp.token_log_probs, seq, norm, prediction, generation, timings)
 
 
 def score_many(model: Any, tokenizer: Any, prompts: Sequence[str], answers: Sequence[str | None] | None = None,
-               *, progress: bool = True, **kwargs: Any) -> list[ScoreResult]:
-    """`score` for many (prompt, answer) pairs, with a progress bar. ``kwargs`` go to `score`."""
-    from tqdm.auto import tqdm
+               *, style: str = "chat", brief: bool = True, max_new_tokens: int = 32, groups: Any = None,
+               per_group: bool = False, prediction: str = "sequence", backend: str = "fast", batch_size: int = 16,
+               progress: bool = True) -> list[ScoreResult]:
+    """`score` for many (prompt, answer) pairs: the same `ScoreResult`s (to float rounding).
 
+    A missing answer (None) is generated greedily first, one prompt at a time. Then the
+    gradient passes run ``batch_size`` answers at a time in one forward–backward pass
+    (`gnuq_core.lm.batched`, exact per-answer norms) where the model allows it
+    (`gnuq_core.lm.batched.batchable`: every selected parameter's module type has a norm
+    rule); otherwise, and with ``backend="reference"`` or ``batch_size=1``, one at a time.
+    Arguments as in `score`; ``batch_size`` answers per pass (≥ 1; larger batches pay off
+    most on a GPU).
+    """
+    _check_choices(prediction, backend)
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size={batch_size!r}: use a whole number ≥ 1")
     answers = list(answers) if answers is not None else [None] * len(prompts)
     if len(answers) != len(prompts):
         raise ValueError(f"{len(prompts)} prompts but {len(answers)} answers")
-    return [score(model, tokenizer, p, a, **kwargs)
-            for p, a in tqdm(list(zip(prompts, answers)), desc="scoring", disable=not progress)]
+    pairs = [_answer(model, tokenizer, p, a, style, brief, max_new_tokens, None)
+             for p, a in tqdm(list(zip(prompts, answers)), desc="answering", disable=not progress or
+                              all(a is not None for a in answers))]
+    batched = backend == "fast" and batch_size > 1 and len(pairs) > 1 and batchable(model, groups) is None
+    out: list[ScoreResult] = []
+    step = batch_size if batched else 1
+    for s in tqdm(range(0, len(pairs), step), desc="scoring", disable=not progress):
+        chunk = pairs[s:s + step]
+        if batched:
+            passes = batched_forward_backward(model, [c[0] for c in chunk], [c[1] for c in chunk], groups=groups,
+                                              per_group=per_group)
+        else:
+            run = forward_backward if backend == "fast" else reference_pass
+            passes = [run(model, c[0], c[1], groups=groups, per_group=per_group) for c in chunk]
+        out += [_result(text, ids, gp, prediction, gen) for (_, ids, text, gen), gp in zip(chunk, passes)]
+    return out

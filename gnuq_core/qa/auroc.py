@@ -43,9 +43,13 @@ def _xy(incorrect: Sequence[float], score: Sequence[float]) -> tuple[np.ndarray,
         raise ValueError(f"labels {y.shape} and scores {s.shape} must be 1-D and of the same length")
     if not np.isin(y, (0.0, 1.0)).all():
         raise ValueError("labels must be 0/1 (1 = the answer is incorrect)")
-    if not np.isfinite(s).all():
-        bad = int(np.flatnonzero(~np.isfinite(s))[0])
-        raise ValueError(f"score {bad} is {s[bad]}: scores must be finite (use log10 fields for tiny values)")
+    if np.isnan(s).any() or (s == np.inf).any():
+        bad = int(np.flatnonzero(np.isnan(s) | (s == np.inf))[0])
+        raise ValueError(f"score {bad} is {s[bad]}: scores must be finite or -inf (use log10 fields for tiny values)")
+    low = s == -np.inf  # log10 of a value that is 0 (the estimator's convention): ranks below every other
+    if low.any():
+        s = s.copy()
+        s[low] = (s[~low].min() - 1.0) if (~low).any() else 0.0
     return y, s
 
 

@@ -19,15 +19,31 @@ from __future__ import annotations
 
 import hashlib
 import math
+import numbers
 import time
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from tqdm.auto import tqdm
+
+from gnuq_core.estimators import sequence_and_normalized
 from gnuq_core.lm import baselines as bl
+from gnuq_core.lm.anatomy import PRESET_GROUPS
+from gnuq_core.lm.clustering import CLUSTERERS, get_clusterer
+from gnuq_core.lm.decoding import decode, teacher_forced
+from gnuq_core.lm.gradient import forward_backward
+from gnuq_core.lm.models import check_dtype
+from gnuq_core.lm.prompts import STYLES, PromptError, encode_prompt, format_prompt
+from gnuq_core.options import OPTIONS, OptionError, Rule
 from gnuq_core.qa import scores as registry
+from gnuq_core.repro.shards import World, read_merged, writer
 
 __all__ = ["QAConfig", "evaluate_question", "question_record", "question_seed", "record_groups", "resolved_style",
-           "run_benchmark", "rescore", "rescore_answers", "storable", "clean"]
+           "run_benchmark", "rescore", "rescore_answers", "storable", "clean", "estimator_scores"]
+
+_CHOICES = {"style": Rule(choices=("auto", *STYLES)),
+            "groups": Rule(choices=PRESET_GROUPS), "clusterer": Rule(choices=CLUSTERERS)}
+_NUMBERS = {name: OPTIONS[name] for name in ("max_new_tokens", "n_samples", "temperature", "threshold")}
 
 
 @dataclass(frozen=True)
@@ -66,6 +82,27 @@ class QAConfig:
     threshold: float = 0.85
     p_true: bool = True
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        """Refuse a configuration no run can use, in one line naming the field (the rules of
+        `gnuq_core.options`), before any model is loaded."""
+        for name in ("model", "dataset", "dtype", *_CHOICES):
+            value = getattr(self, name)
+            if not isinstance(value, str):
+                raise OptionError(f"QAConfig.{name} must be a string (got {value!r})")
+        if not self.model.strip():
+            raise OptionError("QAConfig.model is empty: give a model alias or a path")
+        try:
+            check_dtype(self.dtype)
+        except ValueError as err:
+            raise OptionError(f"QAConfig.dtype: {err}") from None
+        for name, rule in (*_CHOICES.items(), *_NUMBERS.items()):
+            rule.check(f"QAConfig.{name}", getattr(self, name))
+        if isinstance(self.seed, bool) or not isinstance(self.seed, numbers.Integral) or not 0 <= self.seed < 2**63:
+            raise OptionError(f"QAConfig.seed must be a whole number in [0, 2⁶³) (a run's seed, or a question's "
+                              f"from question_seed) (got {self.seed!r})")
+        if not isinstance(self.p_true, bool):
+            raise OptionError(f"QAConfig.p_true must be True or False (got {self.p_true!r})")
 
 
 def clean(obj: Any) -> Any:
@@ -124,11 +161,6 @@ def evaluate_question(model: Any, tokenizer: Any, question: str, config: QAConfi
     only); ``timings["cpu"]`` the process CPU seconds (all threads) of the same passes,
     which stay meaningful on a shared machine. `run_benchmark` adds ``total``.
     """
-    from gnuq_core.lm.prompts import encode_prompt, format_prompt
-    from gnuq_core.lm.decoding import decode
-    from gnuq_core.lm.gradient import forward_backward
-    from gnuq_core.lm.scoring import uncertainties
-
     timings: dict[str, float] = {}
     cpu: dict[str, float] = {}
     ids = encode_prompt(tokenizer, format_prompt(tokenizer, question, style), style)
@@ -138,14 +170,7 @@ def evaluate_question(model: Any, tokenizer: Any, question: str, config: QAConfi
                           seed=config.seed, timings=timings, cpu_timings=cpu)
     with _Clock(timings, cpu, "gradient"):
         gp = forward_backward(model, ids, gen.answer_ids, groups=record_groups(config.groups), per_group=True)
-    seq, norm = uncertainties(gp.token_log_probs, gp.grad_sq, gp.group_sq)
-    scores: dict[str, Any] = {
-        "log_p": seq.log_p, "p": seq.p, "log10_grad_log_p_sq": seq.log10_grad_log_p_sq,
-        "log10_epistemic": seq.log10_epistemic, "epistemic": seq.epistemic, "aleatoric": seq.aleatoric,
-        "combined": seq.combined,
-        "normalized": {"p": norm.p, "log10_epistemic": norm.log10_epistemic, "epistemic": norm.epistemic,
-                       "aleatoric": norm.aleatoric, "combined": norm.combined},
-    }
+    scores = estimator_scores(gp.token_log_probs, gp.grad_sq)
     record: dict[str, Any] = {"answer": gen.answer, "generation": asdict(gen), "grad_sq": gp.grad_sq,
                               "group_sq": gp.group_sq}
     scores.update(_generation_values(record))
@@ -162,6 +187,18 @@ def evaluate_question(model: Any, tokenizer: Any, question: str, config: QAConfi
     record["scores"] = scores
     record["timings"] = {**timings, "cpu": cpu}
     return clean(record)
+
+
+def estimator_scores(token_log_probs: list[float], grad_sq: float) -> dict[str, Any]:
+    """The estimator's values a record stores in ``scores``: those of p = the sequence
+    probability, and under ``"normalized"`` those of the length-normalised p (without its
+    log p and gradient term, which follow from the sequence's); `Uncertainty.to_dict`'s
+    fields, from `gnuq_core.estimators.sequence_and_normalized`."""
+    seq, norm = sequence_and_normalized(token_log_probs, grad_sq)
+    out: dict[str, Any] = seq.to_dict(groups=False)
+    out["normalized"] = {k: v for k, v in norm.to_dict(groups=False).items()
+                         if k not in ("log_p", "log10_grad_log_p_sq")}
+    return out
 
 
 def _generation_values(record: dict[str, Any]) -> dict[str, float]:
@@ -210,11 +247,6 @@ def rescore_answers(model: Any, tokenizer: Any, question: str, stored: dict[str,
     The results store checks a record made on another platform this way (and a verified
     carry checks every record this way): the same numbers up to float rounding.
     """
-    from gnuq_core.lm.decoding import teacher_forced
-    from gnuq_core.lm.gradient import forward_backward
-    from gnuq_core.lm.prompts import encode_prompt, format_prompt
-    from gnuq_core.lm.scoring import uncertainties
-
     ids = encode_prompt(tokenizer, format_prompt(tokenizer, question, style), style)
     gen = dict(stored["generation"])
     samples = [dict(x) for x in stored.get("samples") or []]
@@ -232,14 +264,7 @@ def rescore_answers(model: Any, tokenizer: Any, question: str, stored: dict[str,
         m = len(x["answer_ids"])
         x.update(token_log_probs=slp[:m], stop_log_prob=slp[m] if x.get("stop_token_id") is not None else None)
     gp = forward_backward(model, ids, gen["answer_ids"], groups=record_groups(config.groups), per_group=True)
-    seq, norm = uncertainties(gp.token_log_probs, gp.grad_sq, gp.group_sq)
-    scores: dict[str, Any] = {
-        "log_p": seq.log_p, "p": seq.p, "log10_grad_log_p_sq": seq.log10_grad_log_p_sq,
-        "log10_epistemic": seq.log10_epistemic, "epistemic": seq.epistemic, "aleatoric": seq.aleatoric,
-        "combined": seq.combined,
-        "normalized": {"p": norm.p, "log10_epistemic": norm.log10_epistemic, "epistemic": norm.epistemic,
-                       "aleatoric": norm.aleatoric, "combined": norm.combined},
-    }
+    scores = estimator_scores(gp.token_log_probs, gp.grad_sq)
     record: dict[str, Any] = {**stored, "generation": gen, "grad_sq": gp.grad_sq, "group_sq": gp.group_sq}
     scores.update(_generation_values(record))
     if "p_true" in stored.get("scores", {}):
@@ -269,8 +294,6 @@ def question_record(loaded: Any, item: Any, config: QAConfig, *, style: str, clu
     numbers, and is graded against the dataset by id. The samples are seeded with
     `question_seed` of ``config.seed`` and the item's id.
     """
-    from gnuq_core.lm.prompts import PromptError
-
     t0 = time.perf_counter()
     try:
         rec = evaluate_question(loaded.model, loaded.tokenizer, item.question,
@@ -300,11 +323,6 @@ def run_benchmark(loaded: Any, items: list[Any], config: QAConfig, out: Any, *, 
     items at positions ≡ rank (mod size) into its own shard ``<out stem>.rank{r}of{N}.jsonl``;
     at the end rank 0 merges the shards into ``out`` in the order of ``items``.
     """
-    from tqdm.auto import tqdm
-
-    from gnuq_core.lm.clustering import get_clusterer
-    from gnuq_core.repro.shards import World, read_merged, writer
-
     world = world or World()
     style = resolved_style(loaded, config)
     wrong = sorted({it.dataset for it in items} - {config.dataset}) if config.dataset else []

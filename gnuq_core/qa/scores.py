@@ -16,13 +16,15 @@ Orientation, stated once: **every registered score is "higher = less certain"**
 (`ORIENTATION`), so an AUROC for "the answer is wrong" needs no sign. Where the raw
 quantity is a confidence (P(True), the sequence probability), the registered function
 negates it and its ``oriented`` note says how. AUROC sees only ranks, so scores that
-underflow are registered in log10.
+underflow are registered in log10, computed by the estimator's own formulas
+(`gnuq_core.estimators`); a zero gradient (stored as null) is ``-inf``, the estimator's
+one convention, which ranks below every other value.
 
 Field paths: ``"scores.log_p"`` is ``record["scores"]["log_p"]``; ``"samples[].cluster"``
 is the ``cluster`` of every element of ``record["samples"]``.
 
 Public API: `Score`, `SCORES` (name -> Score, in table order), `KINDS`, `ORIENTATION`,
-`get`, `names`, `score_record`, `log10_epistemic`.
+`get`, `names`, `score_record`.
 """
 
 from __future__ import annotations
@@ -32,9 +34,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from gnuq_core.estimators import log10_combined, log10_epistemic, sequence_and_normalized
 from gnuq_core.lm import baselines as bl
 
-__all__ = ["ORIENTATION", "KINDS", "Score", "SCORES", "get", "names", "score_record", "log10_epistemic"]
+__all__ = ["ORIENTATION", "KINDS", "Score", "SCORES", "get", "names", "score_record"]
 
 ORIENTATION = "higher = less certain"
 KINDS: dict[str, str] = {
@@ -46,8 +49,6 @@ KINDS: dict[str, str] = {
 }
 
 PAPER = "Grünefeld, Frellsen & Hardmeier 2026 (An Isotropic Approach to Efficient UQ with Gradient Norms)"
-LN10 = math.log(10.0)
-FLOOR = -300.0  # log10 of a value that underflowed to 0 (or was stored as null)
 
 Record = Mapping[str, Any]
 
@@ -101,40 +102,23 @@ def _n(r: Record) -> int:
     return max(len(r["generation"]["answer_ids"]), 1)
 
 
-def _log10_or_floor(v: float | None) -> float:
-    return FLOOR if v is None else v
+def _log10(v: float | None) -> float:
+    """A stored log10 value; null (a zero that JSON cannot hold as -inf) is -inf."""
+    return -math.inf if v is None else v
 
 
 def _log10_grad(r: Record) -> float:
-    return _log10_or_floor(r["scores"]["log10_grad_log_p_sq"])
+    return _log10(r["scores"]["log10_grad_log_p_sq"])
 
 
 def _log10_epi(r: Record) -> float:
-    return _log10_or_floor(r["scores"]["log10_epistemic"])
+    return _log10(r["scores"]["log10_epistemic"])
 
 
-def log10_epistemic(log_p: float, grad_sq: float) -> float:
-    """log10(p² ‖∇ log p‖²) from log p (nats) and a squared gradient norm (`FLOOR` if it is 0)."""
-    return 2 * log_p / LN10 + (math.log10(grad_sq) if grad_sq > 0 else FLOOR)
-
-
-def _combined(log10_epi: float, p: float) -> float:
-    """log10(epistemic + aleatoric), computed without overflow or underflow."""
-    ale = p * (1 - p)
-    if ale <= 0:
-        return log10_epi
-    a = math.log10(ale)
-    hi, lo = max(a, log10_epi), min(a, log10_epi)
-    return hi + math.log10(1 + 10 ** (lo - hi))
-
-
-def _norm_log10_epi(r: Record) -> float:
-    lp = r["scores"]["log_p"] / _n(r)
-    return 2 * lp / LN10 + _log10_grad(r) - 2 * math.log10(_n(r))
-
-
-def _norm_p(r: Record) -> float:
-    return math.exp(r["scores"]["log_p"] / _n(r))
+def _normalized(r: Record) -> Any:
+    """The estimator's `Uncertainty` of the length-normalised p̄ = exp(mean_t log p_t), from
+    the greedy answer's token log-probs and ‖∇θ log p‖² (`sequence_and_normalized`)."""
+    return sequence_and_normalized(r["generation"]["token_log_probs"], r["grad_sq"])[1]
 
 
 def _sample_log_probs(r: Record) -> list[float]:
@@ -165,7 +149,7 @@ def _last_block(group_sq: Mapping[str, float]) -> float:
 
 _GEN, _GRAD, _SAMPLE = ("generate",), ("generate", "gradient"), ("generate", "sample")
 _EPI_FIELDS = ("scores.log10_epistemic",)
-_NORM_FIELDS = ("scores.log_p", "scores.log10_grad_log_p_sq", "generation.answer_ids")
+_NORM_FIELDS = ("generation.token_log_probs", "grad_sq")
 _LEN_NORM = "Malinin & Gales 2021 (length normalisation)"
 
 _ALL: tuple[Score, ...] = (
@@ -175,15 +159,18 @@ _ALL: tuple[Score, ...] = (
     Score("aleatoric", "p (1 − p), p = sequence probability", "estimator", ("scores.aleatoric",), _GRAD,
           lambda r: r["scores"]["aleatoric"], PAPER, claim=True),
     Score("combined", "epistemic + aleatoric (log10), p = sequence probability", "estimator",
-          ("scores.log10_epistemic", "scores.p"), _GRAD, lambda r: _combined(_log10_epi(r), r["scores"]["p"]),
+          ("scores.log10_epistemic", "scores.aleatoric"), _GRAD,
+          lambda r: log10_combined(_log10_epi(r), r["scores"]["aleatoric"]),
           PAPER, "log10 (ranks unchanged)", claim=True),
     # the same with the length-normalised p = exp(mean log p_t)
     Score("epistemic_norm", "‖∇θ p̄‖², p̄ = exp(mean_t log p_t)", "normalised", _NORM_FIELDS, _GRAD,
-          _norm_log10_epi, f"{PAPER}; {_LEN_NORM}", "log10 (ranks unchanged)"),
-    Score("aleatoric_norm", "p̄ (1 − p̄)", "normalised", ("scores.log_p", "generation.answer_ids"), _GRAD,
-          lambda r: _norm_p(r) * (1 - _norm_p(r)), f"{PAPER}; {_LEN_NORM}"),
+          lambda r: _normalized(r).log10_epistemic, f"{PAPER}; {_LEN_NORM}", "log10 (ranks unchanged)"),
+    Score("aleatoric_norm", "p̄ (1 − p̄)", "normalised", ("generation.token_log_probs",), _GRAD,
+          lambda r: sequence_and_normalized(r["generation"]["token_log_probs"], 0.0)[1].aleatoric,
+          f"{PAPER}; {_LEN_NORM}"),
     Score("combined_norm", "‖∇θ p̄‖² + p̄ (1 − p̄) (log10)", "normalised", _NORM_FIELDS, _GRAD,
-          lambda r: _combined(_norm_log10_epi(r), _norm_p(r)), f"{PAPER}; {_LEN_NORM}", "log10 (ranks unchanged)"),
+          lambda r: log10_combined(_normalized(r).log10_epistemic, _normalized(r).aleatoric), f"{PAPER}; {_LEN_NORM}",
+          "log10 (ranks unchanged)"),
     # decomposition: ‖∇p‖² = p² ‖∇ log p‖²
     Score("grad_log_p", "‖∇θ log p‖² (log10): the gradient without the p² factor", "decomposition",
           ("scores.log10_grad_log_p_sq",), _GRAD, _log10_grad, PAPER, "log10 (ranks unchanged)"),

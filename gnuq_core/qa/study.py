@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from gnuq_core.estimators import log10_epistemic
 from gnuq_core.qa import scores
 from gnuq_core.store import Store, open_store
 
@@ -273,7 +274,7 @@ def group_scores(table: Any, group_norms: Mapping[str, Mapping[str, float]]) -> 
     grad_sq, log10_epistemic : pandas.DataFrame
         One row per record of ``group_norms`` (in its order), one column per group: the
         squared gradient norm of the group and log10 p² ||grad_group log p||² (as
-        `gnuq_core.qa.scores.log10_epistemic`, the variant scores' formula).
+        `gnuq_core.estimators.log10_epistemic`, the variant scores' formula).
     incorrect : numpy.ndarray
         The records' labels, same order.
     """
@@ -282,7 +283,7 @@ def group_scores(table: Any, group_norms: Mapping[str, Mapping[str, float]]) -> 
     t = table.set_index("id").loc[list(group_norms)]
     grad_sq = pd.DataFrame(list(group_norms.values()))
     log_p = t["log_p"].to_numpy(float)
-    epi = pd.DataFrame({g: [scores.log10_epistemic(lp, v) for lp, v in zip(log_p, grad_sq[g].to_numpy(float))]
+    epi = pd.DataFrame({g: [log10_epistemic(lp, v) for lp, v in zip(log_p, grad_sq[g].to_numpy(float))]
                         for g in grad_sq.columns})
     return grad_sq, epi, t["incorrect"].to_numpy()
 

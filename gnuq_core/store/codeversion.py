@@ -3,7 +3,7 @@
 A kind names its root modules (`gnuq_core.store.kinds`). Its code is the import closure
 of those roots inside ``gnuq_core`` (imports inside functions included), without the
 infrastructure that only moves results around (:data:`INFRASTRUCTURE`: the store, the
-record files, caches, the chapter runner). The version hashes the *meaning* of that code:
+record files, caches, the chapter runner, the option rules). The version hashes the *meaning* of that code:
 
 - each module is parsed; docstrings, comments and formatting are gone with the syntax
   tree; ``import`` statements are removed at every depth (they only bind names; the
@@ -33,8 +33,10 @@ from typing import Callable, Iterable
 
 __all__ = ["INFRASTRUCTURE", "module_file", "gnuq_imports", "import_closure", "meaning", "code_version"]
 
-INFRASTRUCTURE = ("gnuq_core.store", "gnuq_core.repro")
-"""Packages that store, move, display or schedule results without computing them."""
+INFRASTRUCTURE = ("gnuq_core.store", "gnuq_core.repro", "gnuq_core.options")
+"""Packages that store, move, display or schedule results without computing them, and the
+option rules (`gnuq_core.options`), which accept or refuse an input but never change one: a
+tightened bound can refuse a configuration, never alter a stored number."""
 
 _SILENT_CALLS = {"warn", "print", "debug", "info", "warning", "write", "set_postfix", "set_description"}
 

@@ -38,7 +38,7 @@ def test_every_pass_is_an_engine_function(text_question: tuple, config: BenchCon
         assert not p.module.startswith("gnuq_core.bench")
     assert passes["gradient"].function == "gnuq_core.lm.gradient.forward_backward"
     assert passes["forward"].function == "gnuq_core.lm.gradient.answer_log_probs"
-    assert passes["reference"].function == "gnuq_core.lm.gradient._reference_pass"
+    assert passes["reference"].function == "gnuq_core.lm.gradient.reference_pass"
     assert passes["p_true"].function == "gnuq_core.lm.baselines.p_true"
 
 

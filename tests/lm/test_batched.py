@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gnuq_core.lm.batched import batched_forward_backward, register_norm_rule, rule_for, score_batch, NORM_RULES
+from gnuq_core.lm.batched import NORM_RULES, batchable, batched_forward_backward, register_norm_rule, rule_for
 from gnuq_core.lm.gradient import forward_backward
-from gnuq_core.lm.scoring import score
+from gnuq_core.lm import scoring
+from gnuq_core.lm.scoring import score, score_many
 from tests.tiny_models import byte_tokenizer, tiny_gemma, tiny_llama
 
 PROMPTS = [[1, 40, 41, 42, 43, 44], [1, 50, 51], [1, 60, 61, 62, 63, 64, 65, 66, 67], [1, 0, 70, 70]]
@@ -74,17 +75,35 @@ def test_bad_input_and_unknown_modules() -> None:
     assert rule_for(model.model.norm) is rule
 
 
-def test_score_batch_equals_score() -> None:
+def test_score_many_scores_batches_like_score(monkeypatch: pytest.MonkeyPatch) -> None:
     model, tok = tiny_llama(), byte_tokenizer()
-    prompts, answers = ["What is 2+2?", "Name a colour.", "Capital of France?"], ["four", "red", "Paris, France"]
-    got = score_batch(model, tok, prompts, answers, batch_size=2, per_group=True, groups="per_block",
-                      progress=False)
+    prompts, answers = ["What is 2+2?", "Name a colour.", "Capital of France?"], ["four", None, "Paris, France"]
+    calls: list[int] = []
+    real = scoring.batched_forward_backward
+    monkeypatch.setattr(scoring, "batched_forward_backward",
+                        lambda m, p, a, **kw: calls.append(len(p)) or real(m, p, a, **kw))
+    got = score_many(model, tok, prompts, answers, batch_size=2, per_group=True, groups="per_block",
+                     max_new_tokens=3, progress=False)
+    assert calls == [2, 1]  # two passes for three answers: the batched path ran
     for p, a, r in zip(prompts, answers, got):
-        want = score(model, tok, p, a, per_group=True, groups="per_block")
+        want = score(model, tok, p, a, per_group=True, groups="per_block", max_new_tokens=3)
         assert r.answer_ids == want.answer_ids and r.answer == want.answer
+        assert (r.generation is None) == (a is not None)
         assert r.sequence.log10_epistemic == pytest.approx(want.sequence.log10_epistemic, abs=1e-6)
         assert r.normalized.combined == pytest.approx(want.normalized.combined, rel=1e-6)
-    with pytest.raises(ValueError, match="one answer per prompt"):
-        score_batch(model, tok, prompts, [None, None, None])
+        assert r.sequence.group_sq_norms == pytest.approx(want.sequence.group_sq_norms, rel=1e-5)
     with pytest.raises(ValueError, match="batch_size=0"):
-        score_batch(model, tok, prompts, answers, batch_size=0)
+        score_many(model, tok, prompts, answers, batch_size=0)
+
+
+def test_a_model_without_rules_is_scored_one_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    model, tok = tiny_llama(), byte_tokenizer()
+    rule = NORM_RULES.pop("RMSNorm")
+    try:
+        assert "no per-answer norm rule for LlamaRMSNorm" in batchable(model)
+        assert batchable(model, "lm_head") is None  # the head needs no module rule
+        monkeypatch.setattr(scoring, "batched_forward_backward", lambda *a, **k: pytest.fail("batched"))
+        got = score_many(model, tok, ["A?", "B?"], ["x", "y"], progress=False)
+        assert [r.answer for r in got] == ["x", "y"]
+    finally:
+        register_norm_rule("RMSNorm")(rule)

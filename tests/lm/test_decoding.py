@@ -12,7 +12,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import pytest
 import torch
 
-from gnuq_core.lm.decoding import (_inverse_cdf, _prefill, _sample_rows, decode, generate, sample_answers,
+from gnuq_core.lm.decoding import (_inverse_cdf, _prefill, _sample_rows, decode, generate, sample_answers, teacher_forced,
                                    stop_token_ids)
 from gnuq_core.lm.gradient import answer_log_probs
 from tests.tiny_models import ScriptedLM, byte_tokenizer, tiny_gemma, tiny_llama
@@ -270,3 +270,21 @@ def test_inverse_cdf_sampler():
     assert freq.tolist() == pytest.approx(p.tolist(), abs=0.01)
     with pytest.raises(FloatingPointError, match="not finite"):
         _inverse_cdf(torch.full((1, 4), float("nan")), torch.zeros(1, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("name", ["llama_tied", "llama_untied", "gemma", "gemma_hybrid"])
+def test_teacher_forced_equals_a_full_forward_per_continuation(models, name):
+    """Continuations of different lengths (one empty) scored in one batched step, the head on
+    the real positions only: each row's log-probs and entropies equal a no-cache forward."""
+    m = models[name]
+    conts = [[50, 51, 52, 53, 54], [60], [], [70, 71, 0, 72]]
+    got = teacher_forced(m, PROMPTS[1], conts)
+    for cont, (lps, ents) in zip(conts, got):
+        if not cont:
+            assert lps == [] and ents == []
+            continue
+        ids = torch.tensor([PROMPTS[1] + cont])
+        with torch.no_grad():
+            lp = torch.log_softmax(m(input_ids=ids).logits[0, len(PROMPTS[1]) - 1:-1], -1)
+        assert lps == pytest.approx(lp.gather(1, ids[0, len(PROMPTS[1]):, None])[:, 0].tolist(), abs=1e-10)
+        assert ents == pytest.approx((-(lp.exp() * lp).sum(-1)).tolist(), abs=1e-10)

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from gnuq_core.lm.anatomy import resolve_groups
-from gnuq_core.lm.gradient import _ghost_layers, _unique_params, _vocab_product, forward_backward
+from gnuq_core.lm.gradient import _ghost_layers, unique_params, vocab_product, forward_backward
 from tests.tiny_models import tiny_gemma, tiny_llama
 
 PROMPT = [1, 40, 0, 41, 42, 0, 43]  # contains the padding id 0 twice
@@ -52,7 +52,7 @@ def plain_sq(model, prompt, answer) -> tuple[float, dict[str, float]]:
 
 
 def group_sums(model, per: dict[str, float], groups) -> dict[str, float]:
-    params, names = _unique_params(model)
+    params, names = unique_params(model)
     first = {n: ns[0] for ns in names.values() for n in ns}
     out = {}
     for g, members in resolve_groups(model, groups).items():
@@ -145,16 +145,16 @@ def test_vocab_product_float32_sums_in_float64():
     for rows in (1, 2, 9):
         dz = torch.randn(rows, 50000) * torch.rand(rows, 50000) ** 8
         want = dz.double() @ w.double()
-        got = _vocab_product(dz, w)
+        got = vocab_product(dz, w)
         assert got.dtype == torch.float32 and got.shape == (rows, 24)
         err = float((got.double() - want).norm() / want.norm())
         assert err < 2e-6, (rows, err)
-    assert _vocab_product(dz[:1, :1000], w[:1000]).shape == (1, 24)
+    assert vocab_product(dz[:1, :1000], w[:1000]).shape == (1, 24)
 
 
 def test_auto_chooses_per_layer_by_cost(models):
     m = models["llama_untied"]
-    params, _ = _unique_params(m)
+    params, _ = unique_params(m)
     body = [k for k in params if params[k].dim() == 2 and params[k] is not m.lm_head.weight
             and params[k] is not m.model.embed_tokens.weight]
     q, k_proj, up = (m.model.layers[0].self_attn.q_proj, m.model.layers[0].self_attn.k_proj,

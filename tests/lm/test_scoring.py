@@ -12,10 +12,11 @@ import pytest
 import torch
 
 from gnuq_core.lm.prompts import PromptError
-from gnuq_core.lm.gradient import _reference_pass, answer_log_probs, forward_backward
+from gnuq_core.lm.gradient import reference_pass, answer_log_probs, forward_backward
 from gnuq_core.lm.decoding import generate
 from gnuq_core.lm.anatomy import resolve_groups
-from gnuq_core.lm.scoring import score, score_many, uncertainties
+from gnuq_core.estimators import sequence_and_normalized
+from gnuq_core.lm.scoring import score, score_many
 from tests.tiny_models import byte_tokenizer, tiny_gemma, tiny_llama
 
 PROMPT = [1, 40, 0, 41, 42, 0, 43]  # contains the padding id 0 twice
@@ -55,7 +56,7 @@ def plain_sq(model, prompt, answer, names=None):
 def test_fast_path_equals_reference(models, name, groups):
     m = models[name]
     fast = forward_backward(m, PROMPT, ANSWER, groups=groups, per_group=True)
-    ref = _reference_pass(m, PROMPT, ANSWER, groups=groups, per_group=True)
+    ref = reference_pass(m, PROMPT, ANSWER, groups=groups, per_group=True)
     assert fast.grad_sq == pytest.approx(ref.grad_sq, rel=1e-10)
     assert fast.group_sq.keys() == ref.group_sq.keys()
     for g in fast.group_sq:
@@ -146,13 +147,13 @@ def test_answer_log_probs_match_full_logits(models):
 
 
 def test_sequence_and_normalized_predictions():
-    seq, norm = uncertainties([-0.5, -1.5], 8.0, {"g": 4.0})
+    seq, norm = sequence_and_normalized([-0.5, -1.5], 8.0, {"g": 4.0})
     assert seq.log_p == pytest.approx(-2.0)
     assert norm.log_p == pytest.approx(-1.0)
     assert norm.log10_grad_log_p_sq == pytest.approx(math.log10(8.0 / 4))
     assert norm.group_sq_norms == {"g": 1.0}
     # log space: a long answer underflows p but not the log10 fields
-    seq, _ = uncertainties([-50.0] * 40, 1e6)
+    seq, _ = sequence_and_normalized([-50.0] * 40, 1e6)
     assert seq.p == 0.0 and math.isfinite(seq.log10_epistemic)
     assert seq.log10_epistemic == pytest.approx(2 * -2000 / math.log(10) + 6)
 

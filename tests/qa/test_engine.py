@@ -9,13 +9,16 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import json
 import math
+import re
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
 
 from gnuq_core.lm.clustering import exact_match_clusters
 from gnuq_core.qa.data import QAItem
-from gnuq_core.qa.engine import QAConfig, clean, evaluate_question, rescore, run_benchmark
+from gnuq_core.options import OptionError
+from gnuq_core.qa.engine import QAConfig, clean, evaluate_question, question_seed, rescore, run_benchmark
 from gnuq_core.repro.records import ConfigMismatch, read_records
 from tests.tiny_models import byte_tokenizer, tiny_gemma, tiny_llama
 
@@ -107,3 +110,32 @@ def test_samples_are_seeded_by_question_not_by_run_order_or_process(tmp_path):
     assert list(numbers(out)) == list(one) == [it.id for it in items]
     assert numbers(out) == one == numbers(tmp_path / "reversed.jsonl")  # same bits, whoever computed them
     assert len({json.dumps(r["samples"]) for r in one.values()}) == 5
+
+
+@pytest.mark.parametrize("field,value,says", [
+    ("model", "", "QAConfig.model is empty"),
+    ("model", None, "QAConfig.model must be a string"),
+    ("dtype", "int8", "QAConfig.dtype: unknown dtype 'int8'"),
+    ("style", "poem", "QAConfig.style must be one of"),
+    ("groups", "last_block,lm_head", "QAConfig.groups must be one of"),
+    ("clusterer", "nli", "QAConfig.clusterer must be one of"),
+    ("max_new_tokens", 0, "QAConfig.max_new_tokens must be ≥ 1"),
+    ("max_new_tokens", 2.5, "QAConfig.max_new_tokens must be a whole number"),
+    ("n_samples", 10**9, "QAConfig.n_samples must be ≤ 1024"),
+    ("temperature", float("inf"), "QAConfig.temperature must be a finite number"),
+    ("temperature", 1e-45, "QAConfig.temperature must be ≥"),
+    ("threshold", 1.5, "QAConfig.threshold must be ≤ 1"),
+    ("seed", -1, "QAConfig.seed must be a whole number in [0, 2⁶³)"),
+    ("seed", 2**63, "QAConfig.seed must be a whole number in [0, 2⁶³)"),
+    ("seed", True, "QAConfig.seed must be a whole number"),
+    ("p_true", "yes", "QAConfig.p_true must be True or False"),
+])
+def test_a_config_no_run_can_use_is_refused_in_one_line(field: str, value: object, says: str) -> None:
+    with pytest.raises(OptionError, match=re.escape(says)) as err:
+        QAConfig(**{"model": "tiny", field: value})
+    assert "\n" not in str(err.value)
+
+
+def test_a_question_seed_is_a_valid_config_seed() -> None:
+    config = QAConfig(model="tiny", seed=2**32 + 5)
+    assert replace(config, seed=question_seed(config.seed, "tc_1")).seed >= 0

@@ -14,7 +14,9 @@ import numpy as np
 import pytest
 
 from gnuq_core.lm import baselines as bl
+from gnuq_core.estimators import from_log_p_and_grad_sq, log10_combined, log10_epistemic
 from gnuq_core.qa import scores
+from gnuq_core.qa.auroc import auroc
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -38,6 +40,7 @@ def _record(unsure: bool) -> dict[str, Any]:
                    "combined": u.combined, "p_true": 0.2 if unsure else 0.9},
         "samples": [{"answer": f"a{i}", "answer_ids": [1, 2], "token_log_probs": [tok_lp, tok_lp],
                      "stop_log_prob": -0.1, "stop_reason": "eos", "cluster": i if unsure else 0} for i in range(4)],
+        "grad_sq": grad_sq,
         "group_sq": {"embeddings": 5.0 * scale, "block 00": 3.0 * scale, "block 01": 2.0 * scale},
     }
 
@@ -160,11 +163,23 @@ def test_semantic_entropy_matches_the_reference_formula():
     assert scores.get("discrete_semantic_entropy")(rec) == pytest.approx(1.5 * math.log(2))
 
 
-def test_combined_is_overflow_safe():
-    assert scores._combined(400.0, 0.5) == pytest.approx(400.0)
-    assert scores._combined(-400.0, 0.5) == pytest.approx(math.log10(0.25))
-    assert scores._combined(-1.0, 0.0) == -1.0
-    assert scores.log10_epistemic(-1.0, 0.0) == pytest.approx(2 * -1.0 / math.log(10) + scores.FLOOR)
+def test_combined_is_overflow_safe_and_one_formula():
+    assert log10_combined(400.0, 0.25) == pytest.approx(400.0)
+    assert log10_combined(-400.0, 0.25) == pytest.approx(math.log10(0.25))
+    assert log10_combined(-1.0, 0.0) == -1.0
+    assert log10_combined(-math.inf, 0.25) == pytest.approx(math.log10(0.25))
+    assert log10_epistemic(-1.0, 0.0) == -math.inf  # one underflow convention: the estimator's
+    u = from_log_p_and_grad_sq(-0.7, 3.0)
+    rec = {"scores": {"log10_epistemic": u.log10_epistemic, "aleatoric": u.aleatoric}}
+    assert scores.get("combined")(rec) == pytest.approx(math.log10(u.combined), rel=1e-12)
+
+
+def test_a_zero_gradient_ranks_below_every_other_score():
+    rec = {"scores": {"log10_epistemic": None, "aleatoric": 0.0}}  # stored null: -inf
+    assert scores.get("epistemic")(rec) == -math.inf
+    assert auroc([1, 0, 1], [-math.inf, -1e9, 2.0]) == auroc([1, 0, 1], [-3.0, -2.0, 2.0])
+    with pytest.raises(ValueError, match="score 1 is nan"):
+        auroc([1, 0], [0.0, math.nan])
 
 
 # ----------------------------------------------------------------------------- consumers

@@ -28,7 +28,9 @@ def _record(rid, dataset, answer, log_p, grad_sq, n_tokens, correct, incorrect=(
     u = from_log_p_and_grad_sq(log_p, grad_sq)
     ITEMS[rid] = QAItem(rid, "q?", tuple(correct), tuple(incorrect), dataset)
     return {"id": rid, "dataset": dataset, "answer": answer,
-            "generation": {"answer_ids": list(range(n_tokens)), "stop_reason": "eos", "prompt_ids": [1]},
+            "generation": {"answer_ids": list(range(n_tokens)), "token_log_probs": [log_p / n_tokens] * n_tokens,
+                           "stop_reason": "eos", "prompt_ids": [1]},
+            "grad_sq": grad_sq,
             "scores": {"log_p": log_p, "p": u.p, "log10_grad_log_p_sq": u.log10_grad_log_p_sq,
                        "log10_epistemic": u.log10_epistemic, "epistemic": u.epistemic, "aleatoric": u.aleatoric,
                        "combined": u.combined, "p_true": 0.7, "mean_token_entropy": 1.0,
