@@ -17,7 +17,8 @@ is loaded wherever the input can be checked without it; messages name CLI flags.
 Ctrl-C prints one line (for ``qa``: how many records the output file keeps, and that
 rerunning the same command resumes) and exits with status 130, the shell's convention
 for SIGINT. ``qa`` refuses a second process writing the same ``--out`` (exit 2, naming
-the pid that writes it).
+the pid that writes it). Each command imports its machinery (the models, the QA engine,
+torch) inside its function, so that ``gnuq --help`` and a refused option answer at once.
 """
 
 from __future__ import annotations

@@ -108,7 +108,7 @@ def run_command(body: Callable[[], int], *, interrupted: str | Callable[[], str]
         print(interrupted() if callable(interrupted) else interrupted, file=sys.stderr)
         return SIGINT_EXIT
     except Exception as err:  # noqa: BLE001 - sorted below; a bug is raised again
-        from gnuq_core.repro.shards import PEER_LOST_EXIT, PeerLost
+        from gnuq_core.repro.shards import PEER_LOST_EXIT, PeerLost  # here: shards imports this module
 
         if isinstance(err, PeerLost):
             print(f"error: {err}", file=sys.stderr)
@@ -244,7 +244,7 @@ def flag(rule: str | Rule, *, integer: bool | None = None) -> Callable[[str], An
 
 def group_list(text: str) -> str:
     """``--groups``: one preset parameter group or several, comma-separated; each checked."""
-    from gnuq_core.lm.anatomy import PRESET_GROUPS
+    from gnuq_core.lm.anatomy import PRESET_GROUPS  # here: `gnuq --help` starts without torch
 
     names = [g.strip() for g in text.split(",")]
     if not text.strip() or any(not g for g in names):

@@ -28,8 +28,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from gnuq_core.bayes.bnn import MLPConfig, forward, numpyro_model, x64
-from gnuq_core.repro.cache import cached
 from gnuq_core.bayes.synthetic import Dataset
+from gnuq_core.repro.cache import cached
 
 __all__ = ["NutsSettings", "NutsResult", "run_nuts", "cached_nuts", "predictive_f", "reference_variance",
            "diagnostics", "split_agreement", "reference_summary", "CACHE_VERSION"]

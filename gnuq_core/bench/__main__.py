@@ -4,6 +4,9 @@ write the JSON, print the tables (see `gnuq_core.bench`).
     gnuq bench --out bench/results.json     # both real models, full settings
     gnuq bench --quick                      # a few minutes: 1 question per dataset
     gnuq bench --tiny                       # dry run on tiny random models
+
+The benchmark's machinery is imported inside `main`, so that ``--help`` and a refused option
+answer without loading torch.
 """
 
 from __future__ import annotations
@@ -17,11 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from gnuq_core.bench.config import BATCH_SIZE, LONG_ANSWER, P_TRUE_SHOTS, REFERENCE_ANSWER_CAP, BenchConfig
+from gnuq_core.bench.subjects import RANDOM_ARCHS
 from gnuq_core.lm.entailment import NLI_ARCHITECTURES
 from gnuq_core.options import MAX_SIZE, OPTIONS, OneLineParser, Rule, flag, output_path, run_command
 from gnuq_core.repro.files import write_atomic
 from gnuq_core.repro.records import check_output_path
-from gnuq_core.bench.subjects import RANDOM_ARCHS
 
 __all__ = ["main", "config_from_args", "ladder_pair", "layout_pair"]
 

@@ -20,13 +20,12 @@ from gnuq_core.bench import clock
 from gnuq_core.bench.config import BenchConfig
 from gnuq_core.bench.questions import Question
 from gnuq_core.bench.subjects import Subject
+from gnuq_core.lm.batched import batched_forward_backward
 
 __all__ = ["batch_throughput"]
 
 
 def _score_all(model: Any, prompts: list[list[int]], answers: list[list[int]], size: int) -> None:
-    from gnuq_core.lm.batched import batched_forward_backward
-
     for s in range(0, len(prompts), size):
         batched_forward_backward(model, prompts[s:s + size], answers[s:s + size])
 

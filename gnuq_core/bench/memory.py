@@ -30,6 +30,7 @@ from dataclasses import asdict
 from typing import Any
 
 from gnuq_core.bench.config import GRAD_GROUPS, BenchConfig
+from gnuq_core.bench.passes import make_passes
 from gnuq_core.bench.questions import Question
 from gnuq_core.bench.subjects import Subject, gradient_bytes, load_subject
 
@@ -188,8 +189,6 @@ def measure_peak(fn: Callable[[], Any], device: Any = None, repeats: int = 3, wa
 
 def memory_in_process(subject: Subject, q: Question, config: BenchConfig) -> dict[str, Any]:
     """Peak extra memory of each pass in `MEMORY_PASSES` for question ``q``, in this process."""
-    from gnuq_core.bench.passes import make_passes
-
     passes = make_passes(subject, q, config, None, include=MEMORY_PASSES)
     out: dict[str, Any] = {}
     for i, name in enumerate(MEMORY_PASSES):  # one warm-up (the first pass) absorbs one-time allocations

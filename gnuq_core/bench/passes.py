@@ -71,6 +71,12 @@ from gnuq_core.bench import clock
 from gnuq_core.bench.config import GRAD_GROUPS, BenchConfig
 from gnuq_core.bench.questions import Question, limits, prepare_question
 from gnuq_core.bench.subjects import Subject
+from gnuq_core.lm import decoding, gradient
+from gnuq_core.lm.baselines import p_true
+from gnuq_core.lm.clustering import EmbeddingClusterer, get_clusterer, minilm_dir
+from gnuq_core.lm.decoding import generate, sample_answers
+from gnuq_core.lm.entailment import EntailmentClusterer, random_nli_model
+from gnuq_core.lm.floor import activation_backward
 
 __all__ = ["Pass", "make_passes", "time_questions", "clusterer_for", "nli_clusterer", "beyond_reference_questions",
            "REQUIRED", "ENGINE_PASSES", "DERIVED"]
@@ -148,8 +154,6 @@ def clusterer_for(name: str, threshold: float = 0.85) -> tuple[Any, str]:
     initialised encoder of MiniLM's architecture and size (same cost, meaningless
     clusters), so that timings can still be taken.
     """
-    from gnuq_core.lm.clustering import EmbeddingClusterer, get_clusterer, minilm_dir
-
     if name != "embedding":
         return get_clusterer(name, threshold), name
     try:
@@ -181,8 +185,6 @@ def nli_clusterer(tokenizer: Any, architecture: str = "deberta-large-mnli") -> A
     randomly initialised cross-encoder of ``architecture``: the pair is encoded with the
     subject's tokenizer (ids folded into the cross-encoder's vocabulary, CLS/SEP framed), so
     its length is a BPE tokenizer's, as DeBERTa's would be."""
-    from gnuq_core.lm.entailment import EntailmentClusterer, random_nli_model
-
     model = random_nli_model(architecture)  # built once per process
     vocab = model.config.vocab_size
 
@@ -195,8 +197,6 @@ def nli_clusterer(tokenizer: Any, architecture: str = "deberta-large-mnli") -> A
 
 def _decode_pass(subject: Subject, q: Question, config: BenchConfig, cap: int, nl: bool) -> Pass | None:
     """The one-prefill greedy + samples pass, if `gnuq_core.lm.decoding` has ``decode``."""
-    from gnuq_core.lm import decoding
-
     fn = getattr(decoding, "decode", None)
     if fn is None:
         return None
@@ -217,11 +217,6 @@ def make_passes(subject: Subject, q: Question, config: BenchConfig, clusterer: A
     Every pass is self-contained (its inputs were prepared beforehand), so the passes can
     run in any order.
     """
-    from gnuq_core.lm import gradient
-    from gnuq_core.lm.baselines import p_true
-    from gnuq_core.lm.floor import activation_backward
-    from gnuq_core.lm.decoding import generate, sample_answers
-
     m, tok = subject.model, subject.tokenizer
     cap, nl = limits(subject, config)
     pa = (m, q.prompt_ids, q.answer_ids)

@@ -14,6 +14,7 @@ from typing import Any
 from gnuq_core.bench import clock
 from gnuq_core.bench.questions import Question
 from gnuq_core.bench.subjects import Subject
+from gnuq_core.lm.gradient import answer_log_probs, forward_backward
 
 __all__ = ["profile_ops", "matmul_share", "MATMUL_OPS"]
 
@@ -38,8 +39,6 @@ def profile_ops(subject: Subject, q: Question, top: int = 12) -> dict[str, Any]:
     """torch.profiler of one forward and one gradient-norm pass: the top operators by
     self time (CPU or CUDA), to see where the time goes."""
     from torch.profiler import ProfilerActivity, profile
-
-    from gnuq_core.lm.gradient import answer_log_probs, forward_backward
 
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if subject.device.startswith("cuda") else [])
     key = "self_cuda_time_total" if subject.device.startswith("cuda") else "self_cpu_time_total"

@@ -25,6 +25,11 @@ import numpy as np
 
 from gnuq_core.bench.config import BenchConfig
 from gnuq_core.bench.subjects import Subject
+from gnuq_core.lm.clustering import exact_match_clusters
+from gnuq_core.lm.decoding import generate, sample_answers
+from gnuq_core.lm.entailment import reference_comparisons
+from gnuq_core.lm.prompts import encode_prompt, format_prompt
+from gnuq_core.qa.data import load_qa
 
 __all__ = ["Question", "build_questions", "pick", "prepare_question", "with_candidates", "limits"]
 
@@ -125,8 +130,6 @@ def build_questions(subject: Subject, config: BenchConfig, data_dir: str | None 
     """The fixed question set: a seeded choice of ``n_questions`` (default
     ``config.n_questions``) per dataset for text models, or synthetic prompts of realistic
     length. Prompts only; `prepare_question` fills in the rest."""
-    from gnuq_core.lm.prompts import encode_prompt, format_prompt
-
     n = config.n_questions if n_questions is None else n_questions
     out: list[Question] = []
     if subject.synthetic:
@@ -137,7 +140,6 @@ def build_questions(subject: Subject, config: BenchConfig, data_dir: str | None 
             ids = rng.integers(5, subject.vocab, size=k).tolist()
             out.append(Question(f"syn_{i}", "synthetic", f"<{k} random tokens>", ids))
         return out
-    from gnuq_core.qa.data import load_qa
 
     for k, ds in enumerate(config.datasets):
         items = load_qa(ds, data_dir=data_dir)
@@ -161,10 +163,6 @@ def prepare_question(subject: Subject, q: Question, config: BenchConfig, cluster
     """Greedy answer, N samples (seed = ``config.seed``), the P(True) inputs of ``q`` and,
     with ``config.reference``, the reference baselines' inputs (the entailment loop's
     comparisons counted on ``clusterer``'s clusters of the samples; default: exact match), untimed."""
-    from gnuq_core.lm.clustering import exact_match_clusters
-    from gnuq_core.lm.decoding import generate, sample_answers
-    from gnuq_core.lm.entailment import reference_comparisons
-
     cap, nl = limits(subject, config)
     gen = generate(subject.model, subject.tokenizer, q.prompt_ids, max_new_tokens=cap, stop_at_newline=nl)
     q.answer_ids, q.answer = list(gen.answer_ids), gen.answer

@@ -37,6 +37,7 @@ from gnuq_core.bench.scaling import answer_length_factor, length_sweep, size_lad
 from gnuq_core.bench.subjects import Subject, gradient_bytes, load_subject, worker_spec
 from gnuq_core.bench.summary import summarize_model, targets
 from gnuq_core.bench.throughput import campaign, measure_throughput, study_sizes, throughput_items
+from gnuq_core.repro.provenance import git_state, machine, package_versions
 
 __all__ = ["run", "environment", "Sections"]
 
@@ -64,8 +65,6 @@ def environment(device: str) -> dict[str, Any]:
     """Machine, versions and commit for the results file (`gnuq_core.repro.provenance`), with
     the measurement conditions: device, torch threads and the load average at the start."""
     import torch
-
-    from gnuq_core.repro.provenance import git_state, machine, package_versions
 
     info: dict[str, Any] = {**machine(), "device": device, "torch_threads": torch.get_num_threads()}
     try:

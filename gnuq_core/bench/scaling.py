@@ -19,6 +19,9 @@ import numpy as np
 from gnuq_core.bench import clock
 from gnuq_core.bench.config import BenchConfig
 from gnuq_core.bench.subjects import Subject, load_subject
+from gnuq_core.bench.summary import ratio_summary
+from gnuq_core.lm.decoding import sample_answers
+from gnuq_core.lm.gradient import answer_log_probs, forward_backward
 
 __all__ = ["length_sweep", "size_ladder", "random_ids", "slope_ratio", "answer_length_factor", "never_stopping"]
 
@@ -31,8 +34,6 @@ def random_ids(n: int, vocab: int, rng: np.random.Generator) -> list[int]:
 def _interleaved(model: Any, prompt_ids: list[int], answer_ids: list[int], repeats: int, device: str,
                  rng: np.random.Generator) -> dict[str, list[float]]:
     """Seconds of the forward and of the gradient pass, ``repeats`` rounds in random order."""
-    from gnuq_core.lm.gradient import answer_log_probs, forward_backward
-
     fns = {"forward": answer_log_probs, "gradient": forward_backward}
     t: dict[str, list[float]] = {k: [] for k in fns}
     for _ in range(repeats):
@@ -46,8 +47,6 @@ def length_sweep(subject: Subject, config: BenchConfig, prompt_ids: list[int] | 
     """Forward and gradient time against answer length (prompt fixed: ``prompt_ids`` or 64
     random ids) and against prompt length (8-token answer)."""
     from tqdm.auto import tqdm
-
-    from gnuq_core.lm.gradient import answer_log_probs, forward_backward
 
     rng = np.random.default_rng(config.seed + 7)
     v = subject.vocab
@@ -115,10 +114,6 @@ def answer_length_factor(subject: Subject, config: BenchConfig, prompts: Sequenc
     """
     from tqdm.auto import tqdm
 
-    from gnuq_core.bench.summary import ratio_summary
-    from gnuq_core.lm.decoding import sample_answers
-    from gnuq_core.lm.gradient import forward_backward
-
     long = config.long_answer_tokens
     if short < 1 or long <= short:
         raise ValueError(f"answer-length factor: the long answers ({long} tokens) must be longer than the short ones "
@@ -157,8 +152,6 @@ def size_ladder(config: BenchConfig, progress: bool = True) -> list[dict[str, An
     """Forward and gradient time of random Llama models of growing size (64-token prompt,
     8-token answer); one entry per ``[hidden, layers]`` of ``config.ladder``."""
     from tqdm.auto import tqdm
-
-    from gnuq_core.lm.gradient import answer_log_probs, forward_backward
 
     out = []
     rng = np.random.default_rng(config.seed + 11)

@@ -30,13 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from gnuq_core.bench.config import (
-    GRAD_GROUPS,
-    PAPER_SPEEDUP,
-    TARGET_GRAD_OVER_FORWARD,
-    TARGET_MEMORY_FRACTION,
-)
+from gnuq_core.bench.config import GRAD_GROUPS, PAPER_SPEEDUP, TARGET_GRAD_OVER_FORWARD, TARGET_MEMORY_FRACTION
 from gnuq_core.bench.passes import ENGINE_PASSES
+from gnuq_core.qa.scores import SCORES, get
+from gnuq_core.repro.claims import Measurement
 from gnuq_core.stats import cluster_bootstrap
 
 __all__ = ["summary", "ratio_summary", "units", "estimator_passes", "method_costs",
@@ -115,8 +112,6 @@ def _bench_passes(engine_passes: Sequence[str]) -> tuple[str, ...]:
 
 def estimator_passes() -> tuple[str, ...]:
     """The timed passes of the paper's estimator (registry score ``epistemic``)."""
-    from gnuq_core.qa.scores import get
-
     return _bench_passes(get(ESTIMATOR).passes)
 
 
@@ -127,8 +122,6 @@ def method_costs() -> dict[str, dict[str, Any]]:
     than the estimator's passes (those that need no more cost the same), plus P(True) with
     the reference implementation's prompt. The key joins the passes with ``+``.
     """
-    from gnuq_core.qa.scores import SCORES
-
     est = set(estimator_passes())
     out: dict[str, dict[str, Any]] = {}
     for s in SCORES.values():
@@ -253,8 +246,6 @@ def c8_measurement(res: dict[str, Any], settings: dict[str, Any] | None = None,
     is the model with the smallest median speed-up (its value and interval); every model's
     numbers are in ``details``, and its questions and rounds are the ``evidence`` for C8's gate.
     """
-    from gnuq_core.repro.claims import Measurement
-
     if reading not in READINGS:
         raise ValueError(f"unknown C8 reading {reading!r}; known: {', '.join(READINGS)}")
     details: dict[str, Any] = {}

@@ -36,8 +36,12 @@ from typing import Any
 import numpy as np
 
 from gnuq_core.bench.config import BenchConfig
+from gnuq_core.bench.passes import clusterer_for
 from gnuq_core.bench.questions import pick
 from gnuq_core.bench.summary import summary
+from gnuq_core.lm.models import load_model
+from gnuq_core.qa.data import QAItem, load_qa
+from gnuq_core.qa.engine import QAConfig, question_record, resolved_style
 
 __all__ = ["qa_config", "throughput_items", "study_sizes", "measure_layout", "summarize_layout",
            "measure_throughput", "campaign", "throughput_worker", "layout_key"]
@@ -50,8 +54,6 @@ def layout_key(processes: int, threads: int) -> str:
 
 def qa_config(spec: str, config: BenchConfig) -> Any:
     """The `gnuq_core.qa.engine.QAConfig` of a records/hour run: the QA study's settings."""
-    from gnuq_core.qa.engine import QAConfig
-
     return QAConfig(model=spec, dtype=config.dtype, max_new_tokens=config.qa_max_new_tokens,
                     n_samples=config.qa_n_samples, temperature=config.temperature, clusterer=config.clusterer,
                     p_true=True, seed=config.seed)
@@ -61,8 +63,6 @@ def throughput_items(config: BenchConfig, data_dir: str | None = None) -> list[A
     """The questions of the records/hour runs: a seeded choice per dataset
     (``config.throughput_questions``, default ``config.n_questions``), datasets interleaved
     so that every worker of a layout gets a mix."""
-    from gnuq_core.qa.data import load_qa
-
     n = config.throughput_questions or config.n_questions
     per: list[list[Any]] = []
     for k, ds in enumerate(config.datasets):
@@ -76,8 +76,6 @@ def throughput_items(config: BenchConfig, data_dir: str | None = None) -> list[A
 
 def study_sizes(datasets: list[str], data_dir: str | None = None) -> dict[str, int]:
     """Questions per dataset in the full study (every question of each dataset)."""
-    from gnuq_core.qa.data import load_qa
-
     return {ds: len(load_qa(ds, data_dir=data_dir)) for ds in datasets}
 
 
@@ -85,8 +83,6 @@ def study_sizes(datasets: list[str], data_dir: str | None = None) -> dict[str, i
 
 
 def _clusterer(name: str, threshold: float) -> Any:
-    from gnuq_core.bench.passes import clusterer_for
-
     return clusterer_for(name, threshold)[0]
 
 
@@ -106,10 +102,6 @@ def throughput_worker(payload: dict[str, Any]) -> dict[str, Any]:
     """One worker process: load, warm up, say ``ready``, wait for ``go`` on stdin, then score
     the payload's questions with `gnuq_core.qa.engine.question_record`; returns the timings."""
     import torch
-
-    from gnuq_core.lm.models import load_model
-    from gnuq_core.qa.data import QAItem
-    from gnuq_core.qa.engine import QAConfig, question_record, resolved_style
 
     _die_with_parent()
     torch.set_num_threads(int(payload["threads"]))

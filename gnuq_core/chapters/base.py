@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 from gnuq_core.options import OPTIONS, Rule, finite_problem, size_problem
+from gnuq_core.repro.display import BookFigure
 
 __all__ = ["ChapterError", "ChapterParams", "Result", "param", "glue_values", "glue_figure", "profile_values", "COUNT",
            "NONNEG"]
@@ -104,7 +105,7 @@ class ChapterParams:
     @classmethod
     def for_profile(cls: type[P], profile: str, overrides: Mapping[str, Any] | None = None) -> P:
         """`resolve` with this chapter's entry of profile file ``profile`` (``gnuq_core/profiles``)."""
-        from gnuq_core.repro.chapters import load_profile
+        from gnuq_core.repro.chapters import load_profile  # here: that module imports the chapters (a cycle)
 
         return cls.resolve(load_profile(profile).get(cls.CHAPTER, {}), overrides)
 
@@ -188,8 +189,6 @@ def glue_figure(name: str, fig: Any) -> None:
     rendering that the book serves to phones (`gnuq_core.repro.picture`)."""
     import matplotlib.pyplot as plt
     from myst_nb import glue
-
-    from gnuq_core.repro.display import BookFigure
 
     glue(name, BookFigure(fig), display=False)
     plt.close(fig)

@@ -26,7 +26,16 @@ from pathlib import Path
 from typing import Any
 
 from gnuq_core.chapters.base import COUNT, ChapterError, ChapterParams, Result, param
+from gnuq_core.crosscheck import agreement, polygraph
+from gnuq_core.crosscheck import baselines as xbase
+from gnuq_core.crosscheck import gradnorm as xgrad
+from gnuq_core.crosscheck import laplace as xlap
+from gnuq_core.crosscheck import spectra as xspec
+from gnuq_core.isotropy import lm_hessian
 from gnuq_core.options import OPTIONS, Rule
+from gnuq_core.qa import scores, study
+from gnuq_core.qa import data as qa_data
+from gnuq_core.repro import display as book
 
 __all__ = ["Params", "run", "worst", "laplace_cases_of", "PROBLEMS", "PRIORS", "LM_BLOCK_MODELS", "BLOCK_TEXT"]
 
@@ -119,8 +128,6 @@ def worst(df: Any, mask: Any = None) -> float:
 
 def laplace_cases_of(p: Params) -> list[Any]:
     """The `~gnuq_core.crosscheck.laplace.LaplaceCase` of each entry of ``p.laplace_cases``."""
-    from gnuq_core.crosscheck import laplace as xlap
-
     return [xlap.LaplaceCase(prob, w, d, prior, seed=p.seed,
                              data=({"grid_size": p.laplace_grid, "n_query_in": p.laplace_in} if prob == "two_moons"
                                    else {"grid_size": 4 * p.laplace_grid, "n_query_in": p.laplace_in}))
@@ -129,9 +136,6 @@ def laplace_cases_of(p: Params) -> list[Any]:
 
 def _show(out: Result, name: str, df: Any, caption: str, first: dict[str, Any] | None = None) -> None:
     """One agreement table in the book's format, under ``name``; its frame kept in ``data["frames"]``."""
-    from gnuq_core.crosscheck import agreement
-    from gnuq_core.repro import display as book
-
     out.data.setdefault("frames", {})[name] = df
     out.tables[name] = book.table(df, agreement.display_columns(first), caption=caption)
 
@@ -142,8 +146,6 @@ def _verdict(*ok: bool) -> str:
 
 def _laplace(p: Params, out: Result) -> None:
     """Laplace and GGN variances, ‖∇θ p‖² and the GLM predictive vs laplace-torch and autograd."""
-    from gnuq_core.crosscheck import laplace as xlap
-
     cases = laplace_cases_of(p)
     lap = xlap.compare_cases(cases, glm_samples=p.glm_samples, n_restarts=1)
     _show(out, "laplace", lap, "The project's Laplace variances vs laplace-torch 0.3 (float64)", {"case": "case"})
@@ -158,8 +160,6 @@ def _lm_block(p: Params) -> tuple[Any, list[int], str]:
     """The LM whose last block is checked, its input token ids and the case's name."""
     import numpy as np
 
-    from gnuq_core.isotropy import lm_hessian
-
     if p.lm_block_model == "smollm2":
         model, tok = lm_hessian.load_smollm2()
         return model, lm_hessian.text_token_ids(tok, [BLOCK_TEXT] * 4, p.lm_block_tokens), "SmolLM2-135M, last block"
@@ -171,8 +171,6 @@ def _lm_block(p: Params) -> tuple[Any, list[int], str]:
 def _spectra(p: Params, out: Result) -> None:
     """Lanczos vs ARPACK and dense eigh, HVPs vs explicit Hessians and autograd, SLQ vs exact."""
     import pandas as pd
-
-    from gnuq_core.crosscheck import spectra as xspec
 
     hc = xspec.classifier_hessian(p.spectra_width, seed=p.seed, n_train=p.spectra_train, steps=p.spectra_steps,
                                   weight_decay=p.spectra_weight_decay)
@@ -201,9 +199,6 @@ def _spectra(p: Params, out: Result) -> None:
 def _gradnorm(p: Params, runs: dict[tuple[str, str], list[dict[str, Any]]], out: Result) -> None:
     """The engine's log p and ‖∇θ log p‖² (and the stored records') vs plain autograd."""
     import pandas as pd
-
-    from gnuq_core.crosscheck import gradnorm as xgrad
-    from gnuq_core.qa import data as qa_data
 
     grad_tabs = []
     questions: dict[str, str] = {}
@@ -235,11 +230,6 @@ def _baselines(p: Params, runs: dict[tuple[str, str], list[dict[str, Any]]], out
     is kept in ``data["baseline_notes"]``.
     """
     from IPython.display import Markdown
-
-    from gnuq_core.crosscheck import agreement
-    from gnuq_core.crosscheck import baselines as xbase
-    from gnuq_core.qa import data as qa_data
-    from gnuq_core.qa import study
 
     base_tabs, metric_tabs, n_records, notes = [], [], 0, []
     for (m, d), recs in sorted(runs.items()):
@@ -279,10 +269,6 @@ def _polygraph(out: Result) -> None:
     from IPython.display import Markdown
 
     import pandas as pd
-
-    from gnuq_core.crosscheck import agreement, polygraph
-    from gnuq_core.qa import scores
-    from gnuq_core.repro import display as book
 
     tables = out.data.get("score_tables", {})
     if not polygraph.available() or not tables:
@@ -333,8 +319,6 @@ def run(p: Params, qa_root: str | Path | None = None) -> Result:
         frames by table name), ``baseline_notes`` (runs compared without labels) and
         ``score_tables`` (the labelled runs' score tables).
     """
-    from gnuq_core.crosscheck import baselines as xbase
-
     started = time.perf_counter()
     out = Result()
     _laplace(p, out)

@@ -20,7 +20,12 @@ from typing import Any
 import numpy as np
 
 from gnuq_core.chapters.base import COUNT, ChapterParams, Result, param
+from gnuq_core.estimators import jax_grad_sq_norm, torch_uncertainty
+from gnuq_core.isotropy import delta_method, linear_gaussian, tangent_kernel
+from gnuq_core.isotropy.mlp import init_mlp, mlp_apply, num_params
+from gnuq_core.isotropy.train import fit_adam
 from gnuq_core.options import Rule
+from gnuq_core.repro import display
 
 __all__ = ["Params", "run", "QUERY_POINTS", "figure_delta_method", "figure_logspace", "figure_blr", "figure_ntk"]
 
@@ -78,10 +83,6 @@ def _delta_method(p: Params, key: Any, rng: np.random.Generator, out: Result) ->
     import jax
     import jax.numpy as jnp
 
-    from gnuq_core.isotropy import delta_method
-    from gnuq_core.isotropy.mlp import init_mlp, mlp_apply, num_params
-    from gnuq_core.isotropy.train import fit_adam
-
     x_cls, y_cls = _classification(p.n_train, rng)
     key, k_init = jax.random.split(key)
 
@@ -112,8 +113,6 @@ def _delta_method(p: Params, key: Any, rng: np.random.Generator, out: Result) ->
 def _log_space(p: Params, out: Result) -> None:
     """Check (b): the log-space estimator against backpropagating p itself."""
     import torch
-
-    from gnuq_core.estimators import torch_uncertainty
 
     torch.manual_seed(p.seed)
     net = torch.nn.Sequential(torch.nn.Linear(2, p.width), torch.nn.Tanh(), torch.nn.Linear(p.width, 1)).double()
@@ -151,8 +150,6 @@ def _linear_regression(p: Params, rng: np.random.Generator, out: Result) -> dict
     import jax
     import jax.numpy as jnp
     from scipy.stats import spearmanr
-
-    from gnuq_core.isotropy import linear_gaussian
 
     x_reg = _gap_inputs(p.n_train, rng)
     y_reg = np.sin(2 * x_reg) + rng.normal(0, BLR_BETA**-0.5, p.n_train)
@@ -195,11 +192,6 @@ def _tangent_kernel(p: Params, key: Any, gap: dict[str, Any], out: Result) -> An
     import jax.numpy as jnp
     from scipy.stats import spearmanr
 
-    from gnuq_core.estimators import jax_grad_sq_norm
-    from gnuq_core.isotropy import tangent_kernel
-    from gnuq_core.isotropy.mlp import init_mlp, mlp_apply
-    from gnuq_core.isotropy.train import fit_adam
-
     key, k_init = jax.random.split(key)
     xr, yr = jnp.asarray(gap["x_reg"])[:, None], jnp.asarray(gap["y_reg"])
 
@@ -230,9 +222,6 @@ def _total_variance(p: Params, key: Any, cls_params: Any, sigmas: np.ndarray, ou
     """Check (e): p̄(1 − p̄) = E[p(1 − p)] + Var[p] on the Monte Carlo samples, to rounding."""
     import jax
     import jax.numpy as jnp
-
-    from gnuq_core.isotropy import delta_method
-    from gnuq_core.isotropy.mlp import mlp_apply
 
     sigma = float(sigmas[len(sigmas) // 2])
     _, k_ltv = jax.random.split(key)
@@ -272,8 +261,6 @@ def figure_delta_method(result: Result) -> Any:
     """Check (a): Var_MC[p] / (σ²‖∇p‖²) against σ, ±2 standard errors, one line per input."""
     from matplotlib.ticker import FuncFormatter
 
-    from gnuq_core.repro import display
-
     fig, ax = display.subplots(panel_height=3.6)
     for name, res in result.data["delta_method"].items():
         ax.errorbar(res.sigmas, res.ratio, yerr=2 * res.ratio_se, marker="o", capsize=3, label=name)
@@ -288,8 +275,6 @@ def figure_delta_method(result: Result) -> Any:
 
 def figure_logspace(result: Result) -> Any:
     """Check (b): log₁₀‖∇p‖² in log space and directly (float64, float32) against log₁₀ p."""
-    from gnuq_core.repro import display
-
     d = result.data["logspace"]
     fig, ax = display.subplots(panel_height=3.6)
     ax.plot(d["log10_p"], d["log_space"], "o", ms=5, mfc="none", label="log space: 2 log₁₀p + log₁₀‖∇log p‖²")
@@ -303,8 +288,6 @@ def figure_logspace(result: Result) -> Any:
 
 def figure_blr(result: Result) -> Any:
     """Check (c): the exact posterior predictive (left); exact variance against ‖g‖² (right)."""
-    from gnuq_core.repro import display
-
     d = result.data["blr"]
     fig, axes = display.subplots(1, 2, panel_height=3.4)
     sd = 2 * np.sqrt(d["exact"])
@@ -323,8 +306,6 @@ def figure_blr(result: Result) -> Any:
 
 def figure_ntk(result: Result) -> Any:
     """Check (d): Θ(x, x) and the variance conditioned on the training inputs."""
-    from gnuq_core.repro import display
-
     d = result.data["ntk"]
     top = d["diag"].max()
     fig, ax = display.subplots(panel_height=3.9)

@@ -35,9 +35,9 @@ from gnuq_core.bench.profiler import matmul_share
 from gnuq_core.bench.run import run as run_bench
 from gnuq_core.bench.scaling import slope_ratio
 from gnuq_core.bench.summary import READINGS, c8_readings, method_costs
+from gnuq_core.chapters.base import COUNT, ChapterError, ChapterParams, Result, param
 from gnuq_core.lm.clustering import CLUSTERERS
 from gnuq_core.lm.entailment import NLI_ARCHITECTURES
-from gnuq_core.chapters.base import COUNT, ChapterError, ChapterParams, Result, param
 from gnuq_core.options import MAX_THREADS, OPTIONS, Rule
 from gnuq_core.repro import claims
 from gnuq_core.repro import display as book

@@ -22,6 +22,7 @@ import pandas as pd
 from gnuq_core.chapters.base import ChapterParams, Result, param
 from gnuq_core.options import OPTIONS
 from gnuq_core.repro import claims
+from gnuq_core.repro.diagram import method_diagram_svg
 from gnuq_core.repro.display import table
 from gnuq_core.repro.paths import REPO_ROOT
 from gnuq_core.repro.provenance import PAPER_PROFILE, git_state, is_paper_edition
@@ -159,8 +160,6 @@ def run(p: Params, profile: str, built_at: str = "") -> Result:
     """Collect this build's claims (`gnuq_core.repro.claims.collect` over the chapters of the
     table of contents) and build the ledger's cards, tables and counts."""
     from IPython.display import HTML
-
-    from gnuq_core.repro.diagram import method_diagram_svg
 
     chapters = toc_chapters()
     rows = claims.collect(chapters=chapters)

@@ -17,9 +17,30 @@ from typing import Any
 
 import numpy as np
 
+from gnuq_core import stats as metrics
+from gnuq_core.bayes.mcmc import NutsSettings
+from gnuq_core.bayes.validation import (
+    PAPER_ESTIMATE,
+    Setting,
+    evaluate,
+    setting_id,
+    stored_local_estimates,
+    stored_references,
+)
 from gnuq_core.chapters.base import COUNT, Result, param
 from gnuq_core.chapters.bnn import PRIORS, BnnParams
 from gnuq_core.options import Rule
+from gnuq_core.repro import display as book
+from gnuq_core.repro.claims import (
+    C1_MIN_RHO,
+    C3_MIN_DIFFERENCE,
+    SETTING_FAILS_BEYOND,
+    SETTING_WORKS_WITHIN,
+    Measurement,
+    judge,
+    record,
+)
+from gnuq_core.store.store import pool_words
 
 __all__ = ["Params", "run", "ESTIMATE_NAMES", "figure_cls_maps", "figure_reg_bands", "figure_overstate",
            "figure_scatter"]
@@ -74,9 +95,6 @@ class Params(BnnParams):
 
 def settings(p: Params) -> dict[tuple[str, int], Any]:
     """The `~gnuq_core.bayes.validation.Setting` of each (problem, seed)."""
-    from gnuq_core.bayes.mcmc import NutsSettings
-    from gnuq_core.bayes.validation import Setting
-
     model = dict(width=p.width, depth=p.depth, activation=p.activation, prior=p.prior, alpha=p.alpha)
     tasks = {
         "classification": ("two_moons", dict(n_train=p.n_train_cls, noise=p.noise_cls, n_query_in=p.n_query_in,
@@ -93,9 +111,6 @@ def settings(p: Params) -> dict[tuple[str, int], Any]:
 def _evaluate(p: Params, store: Any, out: Result) -> dict[tuple[str, int], dict[str, Any]]:
     from IPython.display import Markdown
     from tqdm.auto import tqdm
-
-    from gnuq_core.bayes.validation import evaluate, setting_id, stored_local_estimates, stored_references
-    from gnuq_core.store.store import pool_words
 
     jobs = settings(p)
     refs = stored_references(list(jobs.values()), store=store, verify=p.store_verify,
@@ -116,8 +131,6 @@ def _evaluate(p: Params, store: Any, out: Result) -> dict[tuple[str, int], dict[
 
 def _diagnostics(runs: dict[tuple[str, int], dict[str, Any]], out: Result) -> Any:
     import pandas as pd
-
-    from gnuq_core.repro import display as book
 
     rows = []
     for (task, s), r in runs.items():
@@ -142,8 +155,6 @@ def _diagnostics(runs: dict[tuple[str, int], dict[str, Any]], out: Result) -> An
 
 def log_ratio(q: dict[str, Any], key: str = "iso_f") -> np.ndarray:
     """log₁₀ of σ²·estimate / MCMC Var[f], σ² fitted on these queries (> 0: overstated)."""
-    from gnuq_core import stats as metrics
-
     est, ref = q["est"][key], q["ref"]["var_f"]
     return np.log10(np.maximum(metrics.fit_isotropic_scale(est, ref) * est, 1e-300) / np.maximum(ref, 1e-300))
 
@@ -156,8 +167,6 @@ def unexplained(q: dict[str, Any]) -> np.ndarray:
 def _overstatement(p: Params, runs: dict[tuple[str, int], dict[str, Any]], out: Result) -> None:
     """How strongly 'left unexplained by the data' goes with 'understated' (Spearman over
     grid points, mean over seeds)."""
-    from gnuq_core import stats as metrics
-
     seeds = p.seeds
     for task, key in (("regression", "reg"), ("classification", "cls")):
         out.values[f"overstate_{key}"] = float(np.mean([metrics.spearman(unexplained(runs[task, s]["q"]["grid"]),
@@ -181,9 +190,6 @@ def _agreement(p: Params, runs: dict[tuple[str, int], dict[str, Any]], out: Resu
     """Rank agreement of every estimate with the reference: per seed, and the table over seeds."""
     import pandas as pd
     from tqdm.auto import tqdm
-
-    from gnuq_core import stats as metrics
-    from gnuq_core.repro import display as book
 
     seeds = p.seeds
     rows, agree = [], {}
@@ -231,10 +237,6 @@ def _claims(p: Params, runs: dict[tuple[str, int], dict[str, Any]], agree: dict,
             out: Result) -> dict[str, Any]:
     """C1 (median ρ of the paper's estimate) and C3 (its ρ minus the Laplace baseline's),
     with hierarchical bootstrap intervals over seeds, then query points."""
-    from gnuq_core import stats as metrics
-    from gnuq_core.bayes.validation import PAPER_ESTIMATE
-    from gnuq_core.repro.claims import C1_MIN_RHO, C3_MIN_DIFFERENCE, Measurement, judge, record
-
     seeds = p.seeds
     c1_vals, c1_boots, c1_logit_vals, c1_logit_boots, c1_labels, c1_seeds = [], [], [], [], [], []
     for (task, s), _ in runs.items():
@@ -332,8 +334,6 @@ def _per_setting(p: Params, runs: dict[tuple[str, int], dict[str, Any]], c: dict
     """The GLM predictive's magnitudes, and the claims' numbers per setting."""
     import pandas as pd
 
-    from gnuq_core.repro import display as book
-
     rows = []
     for s in p.seeds:
         for qname in ("in", "grid"):
@@ -375,8 +375,6 @@ def _per_setting(p: Params, runs: dict[tuple[str, int], dict[str, Any]], c: dict
 def where_it_works(p: Params, long: Any) -> str:
     """Per problem, space and query set: does the isotropic estimate rank as well as the best
     alternative (Markdown, computed from this run's mean ρ's)?"""
-    from gnuq_core.repro.claims import C1_MIN_RHO, SETTING_FAILS_BEYOND, SETTING_WORKS_WITHIN
-
     names = dict(ESTIMATE_NAMES, iso_p="‖∇p‖²", iso_f="‖∇f‖²")
     lines = []
     for (task, space), (_ref_key, est_keys) in comparisons(p).items():
@@ -438,8 +436,6 @@ def _plot_field(ax: Any, values: np.ndarray, data: Any, title: str, log: bool = 
 def figure_cls_maps(result: Result, p: Params, space: str) -> Any:
     """Two moons, first seed: the MCMC variance and three estimates on the grid (``space``:
     ``"p"`` or ``"logit"``), log₁₀ colour scales."""
-    from gnuq_core.repro import display as book
-
     r0 = result.data["runs"]["classification", p.seed]
     q0 = r0["q"]["grid"]
     panels = {"p": [(q0["ref"]["var_p"], "MCMC Var[p]"), (q0["est"]["iso_p"], "‖∇p‖² (isotropic)"),
@@ -469,9 +465,6 @@ def _regression(result: Result, p: Params) -> tuple[Any, Any, np.ndarray, np.nda
 def figure_reg_bands(result: Result, p: Params) -> Any:
     """Gap regression, first seed: ±2 sd bands of MCMC, isotropic (σ² fitted) and Laplace (top);
     the variances of f on a log scale (bottom)."""
-    from gnuq_core import stats as metrics
-    from gnuq_core.repro import display as book
-
     rr, qr, x, xtr, gap = _regression(result, p)
     ref_var = qr["ref"]["var_f"]
     s2_iso = metrics.fit_isotropic_scale(qr["est"]["iso_f"], ref_var)
@@ -498,8 +491,6 @@ def figure_reg_bands(result: Result, p: Params) -> Any:
 def figure_overstate(result: Result, p: Params) -> Any:
     """Where the isotropic score over- and understates the variance, next to how much prior
     variance the data leave (gap regression top, two moons bottom; first seed)."""
-    from gnuq_core.repro import display as book
-
     _, qr, x, xtr, gap = _regression(result, p)
     r0 = result.data["runs"]["classification", p.seed]
     q0 = r0["q"]["grid"]
@@ -526,9 +517,6 @@ def figure_overstate(result: Result, p: Params) -> Any:
 
 def figure_scatter(result: Result, p: Params) -> Any:
     """Estimate (σ² fitted) against the MCMC reference per grid point, first seed."""
-    from gnuq_core import stats as metrics
-    from gnuq_core.repro import display as book
-
     runs = result.data["runs"]
     q0, qr = runs["classification", p.seed]["q"]["grid"], runs["regression", p.seed]["q"]["grid"]
     fig, axes = book.subplots(2, 2, panel_height=3.0)

@@ -19,8 +19,13 @@ from typing import Any
 
 import numpy as np
 
+from gnuq_core import stats
 from gnuq_core.chapters.base import COUNT, NONNEG, ChapterParams, Result, param
+from gnuq_core.isotropy import proxy, proxy_stored, text_proxy
+from gnuq_core.isotropy.proxy import sample_task
 from gnuq_core.options import Rule
+from gnuq_core.repro import display as book
+from gnuq_core.repro.claims import Measurement, record
 
 __all__ = ["Params", "run", "TEXT_METHODS", "figure_rho_vs_shift", "figure_gain_loss", "figure_text_rho"]
 
@@ -67,9 +72,6 @@ def _with_ci(t: tuple[float, float, float]) -> str:
 def _synthetic(p: Params, store: Any, out: Result) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     import pandas as pd
 
-    from gnuq_core.isotropy import proxy, proxy_stored
-    from gnuq_core.repro import display as book
-
     runs = proxy_stored.synthetic_runs(range(p.seed, p.seed + p.n_seeds), p.deltas, n_train=p.n_train,
                                        hidden=[p.hidden_width, p.hidden_width], steps=p.train_steps,
                                        weight_decay=p.weight_decay, k_top=p.k_top, n_grid=p.n_grid,
@@ -110,10 +112,6 @@ def _synthetic(p: Params, store: Any, out: Result) -> tuple[list[dict[str, Any]]
 
 def _text(p: Params, store: Any, out: Result) -> list[dict[str, Any]]:
     import pandas as pd
-
-    from gnuq_core import stats
-    from gnuq_core.isotropy import proxy_stored, text_proxy
-    from gnuq_core.repro import display as book
 
     split = text_proxy.make_split(text_proxy.load_truthfulqa(), text_proxy.load_triviaqa(),
                                   n_truthfulqa=p.text_n_truthfulqa)
@@ -161,9 +159,6 @@ def run(p: Params, store: Any, profile: str) -> Result:
     """Both experiments through ``store``; records claim C4 (settings name ``profile``)."""
     from IPython.display import Markdown
 
-    from gnuq_core.isotropy import proxy_stored
-    from gnuq_core.repro.claims import Measurement, record
-
     out = Result()
     runs, summary = _synthetic(p, store, out)
     text_runs = _text(p, store, out)
@@ -195,8 +190,6 @@ def run(p: Params, store: Any, profile: str) -> Result:
 
 def figure_rho_vs_shift(result: Result, p: Params) -> Any:
     """Agreement with the reference against the proxy shift (left); eigenspace overlap (right)."""
-    from gnuq_core.repro import display as book
-
     summary, dl = result.data["summary"], np.array(p.deltas)
     fig, ax = book.subplots(1, 2, panel_height=3.4)
     for key, label, color in [("rho_proxy", "proxy, full GGN", "C3"), ("rho_proxy_diag", "proxy, diagonal GGN", "C1")]:
@@ -219,9 +212,6 @@ def figure_rho_vs_shift(result: Result, p: Params) -> Any:
 def figure_gain_loss(result: Result, p: Params) -> Any:
     """Where on the grid the proxy covariance gains or loses variance (first seed), at δ = 0
     and at the largest shift, with the training and proxy inputs."""
-    from gnuq_core.isotropy.proxy import sample_task
-    from gnuq_core.repro import display as book
-
     runs, j_max, ext = result.data["runs"], len(p.deltas) - 1, GRID_EXTENT
     x_tr, _ = sample_task(np.random.default_rng([p.seed, 0]), p.n_train)
     fig, axes = book.subplots(1, 2, panel_height=3.4, sharey=True)
@@ -241,8 +231,6 @@ def figure_gain_loss(result: Result, p: Params) -> Any:
 
 def figure_text_rho(result: Result) -> Any:
     """The sentence-encoder experiment: Spearman ρ with the reference per covariance, 95% CI."""
-    from gnuq_core.repro import display as book
-
     ci, methods = result.data["text_ci"], list(TEXT_METHODS)
     fig, ax = book.subplots(panel_height=3.2)
     pos = np.arange(len(methods))

@@ -20,9 +20,22 @@ from typing import Any
 
 import numpy as np
 
+from gnuq_core import stats as metrics
+from gnuq_core.bayes.mcmc import NutsSettings
+from gnuq_core.bayes.validation import (
+    PAPER_ESTIMATE,
+    Setting,
+    evaluate,
+    setting_id,
+    stored_local_estimates,
+    stored_references,
+)
 from gnuq_core.chapters.base import COUNT, Result, param
 from gnuq_core.chapters.bnn import PRIORS, BnnParams
 from gnuq_core.options import Rule
+from gnuq_core.repro import display as book
+from gnuq_core.repro.claims import C1_MIN_RHO, Measurement, judge, record
+from gnuq_core.store.store import pool_words
 
 __all__ = ["Params", "run", "grid", "settings", "figure_scaling", "figure_ntk", "PROBLEMS", "TARGET_ACCEPT"]
 
@@ -64,9 +77,6 @@ def grid(p: Params) -> list[tuple[str, str, int, int, int]]:
 
 def settings(p: Params) -> dict[tuple[str, str, int, int, int], Any]:
     """The `~gnuq_core.bayes.validation.Setting` of each entry of `grid`."""
-    from gnuq_core.bayes.mcmc import NutsSettings
-    from gnuq_core.bayes.validation import Setting
-
     data = {"two_moons": dict(n_train=p.n_train_cls, noise=p.noise_cls, n_query_in=p.n_query_in,
                               grid_size=p.grid_size_cls),
             "gap_regression": dict(n_train=p.n_train_reg, noise=p.noise_reg, n_query_in=p.n_query_in,
@@ -81,9 +91,6 @@ def settings(p: Params) -> dict[tuple[str, str, int, int, int], Any]:
 def _rows(p: Params, key: tuple[str, str, int, int, int], r: dict[str, Any],
           boots: dict[str, list[np.ndarray]]) -> list[dict[str, Any]]:
     """One table row per query set of one model: its ρ's, tangent-kernel numbers and sampler health."""
-    from gnuq_core import stats as metrics
-    from gnuq_core.bayes.validation import PAPER_ESTIMATE
-
     prob, pr, dp, wd, s = key
     task = r["cfg"].task
     cls = task == "classification"
@@ -123,9 +130,6 @@ def _evaluate(p: Params, store: Any, out: Result) -> tuple[dict, Any, dict[str, 
     from IPython.display import Markdown
     from tqdm.auto import tqdm
 
-    from gnuq_core.bayes.validation import evaluate, setting_id, stored_local_estimates, stored_references
-    from gnuq_core.store.store import pool_words
-
     jobs = settings(p)
     # The full profile reads the NUTS summaries from the results store (see the MCMC chapter).
     refs = stored_references(list(jobs.values()), store=store, verify=p.store_verify,
@@ -151,8 +155,6 @@ def _evaluate(p: Params, store: Any, out: Result) -> tuple[dict, Any, dict[str, 
 
 def _health(df: Any, out: Result) -> None:
     """Sampler health per setting (over seeds and query sets)."""
-    from gnuq_core.repro import display as book
-
     health = (df.groupby(SETTING_KEYS, sort=False)
               .agg(n_params=("n_params", "first"), divergences=("divergences", "sum"),
                    saturation=("saturation", "max"), rhat_pred_max=("rhat_pred", "max"),
@@ -174,9 +176,6 @@ def _health(df: Any, out: Result) -> None:
 def _leave_out(df: Any, n_models: int, out: Result) -> tuple[Any, Any]:
     """Drop the settings whose ρ is undefined (a constant estimate) and the (setting, seed, query
     set) whose reference agrees with itself less than C1 asks of the estimate; never for a ρ's value."""
-    from gnuq_core.repro import display as book
-    from gnuq_core.repro.claims import C1_MIN_RHO
-
     undefined = df[df[["rho", "rho_logit", "rho_prior"]].isna().any(axis=1)]
     undefined_settings = (undefined.groupby(SETTING_KEYS + ["seed"], sort=False)
                           .agg(map_max_abs=("map_max_abs", "max"), map_grad=("map_grad", "max"),
@@ -208,10 +207,6 @@ def _trends(p: Params, df: Any, boots: dict[str, list[np.ndarray]], out: Result)
     C2's rule applied to each row."""
     import pandas as pd
 
-    from gnuq_core import stats as metrics
-    from gnuq_core.repro import display as book
-    from gnuq_core.repro.claims import Measurement, judge
-
     trend_rows = []
     for keys, sub in [(("all", "all", "all"), df)] + [
             ((prob, pr, qn), g) for (prob, pr, qn), g in df.groupby(["problem", "prior", "queries"], sort=False)]:
@@ -238,8 +233,6 @@ def _trends(p: Params, df: Any, boots: dict[str, list[np.ndarray]], out: Result)
 def _worst(df: Any, results: dict, out: Result) -> None:
     """The lowest ρ of any classification setting (means over seeds), what its reference and its
     factors say, and its series over widths."""
-    from gnuq_core.repro import display as book
-
     by_series = (df.groupby(SETTING_KEYS + ["queries"], sort=False)
                  [["n_params", "rho", "rho_prior", "rho_logit", "split", "rhat_pred", "divergences", "est_distinct",
                    "out_share", "sd_log_iso_f", "sd_log_sigmoid", "sd_log_var_f", "rho_iso_f_sigmoid"]]
@@ -316,9 +309,6 @@ def _tangent_kernel(df: Any, out: Result) -> None:
 
 def _by_size(p: Params, df: Any, boots: dict[str, list[np.ndarray]], out: Result) -> None:
     """Per setting, means over seeds; ρ with its interval over seeds, then query points."""
-    from gnuq_core import stats as metrics
-    from gnuq_core.repro import display as book
-
     by_size = (df.groupby(["problem", "prior", "depth", "width", "queries"], sort=False)
                [["n_params", "rho", "rho_prior", "rho_logit", "rho_ggn", "rho_alea", "split", "rank", "span_resid",
                  "out_share"]].mean().reset_index())
@@ -340,9 +330,6 @@ def _by_size(p: Params, df: Any, boots: dict[str, list[np.ndarray]], out: Result
 def _claim(p: Params, df: Any, boots: dict[str, list[np.ndarray]], trends: Any, undefined_settings: Any,
            profile: str, out: Result) -> None:
     """C2: the pooled slope of ρ per decade of parameters, with its hierarchical interval."""
-    from gnuq_core import stats as metrics
-    from gnuq_core.repro.claims import Measurement, record
-
     pooled = trends[(trends.problem == "all") & (trends.measure == "rho")].iloc[0]
     # for comparison: the interval that resamples only seeds (all series at once) and query points
     t_seeds = metrics.trend(df.log10_params, df.rho, df.seed, boots=[boots["rho"][i] for i in df.index], seed=p.seed,
@@ -418,9 +405,6 @@ def _size_axis(ax: Any, df: Any) -> None:
 def figure_scaling(result: Result, p: Params) -> Any:
     """ρ of the paper's estimate against the number of parameters, one panel per problem and query
     set (mean over seeds, range as bars; dotted: logit space; dashed: the pooled trend)."""
-    from gnuq_core import stats as metrics
-    from gnuq_core.repro import display as book
-
     df = result.data["df"]
     fig, axes = book.subplots(len(p.problems), 2, panel_height=3.0, squeeze=False, sharey=True)
     for ax, (prob, qname) in zip(axes.ravel(), itertools.product(p.problems, ["in", "grid"])):
@@ -447,8 +431,6 @@ def figure_scaling(result: Result, p: Params) -> Any:
 def figure_ntk(result: Result, p: Params) -> Any:
     """The tangent-kernel view against the number of parameters, means over seeds: rank of J_X,
     ρ(‖∇f‖², GGN Var[f]) and the GGN's gain over the isotropic estimate (a fourth panel: the legend)."""
-    from gnuq_core.repro import display as book
-
     df = result.data["df"]
     fig, axes = book.subplots(2, 2, panel_height=3.0)
     legend_ax = axes[1, 1]

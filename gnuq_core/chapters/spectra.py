@@ -21,8 +21,12 @@ from typing import Any
 
 import numpy as np
 
+from gnuq_core import stats
 from gnuq_core.chapters.base import COUNT, ChapterParams, Result, param
+from gnuq_core.isotropy import spectra, stored
 from gnuq_core.options import Rule
+from gnuq_core.repro import display as book
+from gnuq_core.repro.claims import Measurement, judge, record
 
 __all__ = ["Params", "run", "figure_exact_spectra", "figure_slq_mlp", "figure_slq_lm", "figure_damping"]
 
@@ -72,9 +76,6 @@ class Params(ChapterParams):
 def _exact(p: Params, store: Any, out: Result) -> list[dict[str, Any]]:
     import pandas as pd
 
-    from gnuq_core.isotropy import stored
-    from gnuq_core.repro import display as book
-
     cases = stored.exact_cases(p.widths, seed=p.seed, n_train=p.n_train, steps=p.train_steps,
                                weight_decay=p.weight_decay, dampings=p.dampings, n_grid=p.n_grid, store=store,
                                verify=p.store_verify, verify_max_width=p.store_verify_max_width)
@@ -97,8 +98,6 @@ def _exact(p: Params, store: Any, out: Result) -> list[dict[str, Any]]:
 
 
 def _large(p: Params, store: Any, widest: dict[str, Any], out: Result) -> dict[str, Any]:
-    from gnuq_core.isotropy import spectra, stored
-
     # The diagonal matrix of the exact eigenvalues as a matrix-vector product (elementwise, exact).
     check = spectra.slq(lambda v: widest["ggn_eigs"] * v, widest["n_params"], n_probes=p.slq_probes,
                         m=p.slq_steps, seed=p.seed)
@@ -123,8 +122,6 @@ def _large(p: Params, store: Any, widest: dict[str, Any], out: Result) -> dict[s
 def _lm(p: Params, store: Any, out: Result) -> dict[str, Any]:
     import torch
 
-    from gnuq_core.isotropy import stored
-
     torch.manual_seed(p.seed)
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
     lm = stored.lm_block(p.lm_source, n_tokens=p.lm_tokens, n_probes=p.lm_probes, m=p.lm_steps, seed=p.seed,
@@ -148,9 +145,6 @@ def _lm(p: Params, store: Any, out: Result) -> dict[str, Any]:
 def _damping(p: Params, cases: list[dict[str, Any]], big: dict[str, Any], out: Result) -> tuple[float, float, float]:
     """The isotropic ranking against the exact one, per width and damping; C5's ρ and CI."""
     import pandas as pd
-
-    from gnuq_core import stats
-    from gnuq_core.repro import display as book
 
     dampings, widest = p.dampings, cases[-1]
     j0 = int(np.argmin(np.abs(np.log(np.array(dampings) / p.weight_decay))))
@@ -181,8 +175,6 @@ def _damping(p: Params, cases: list[dict[str, Any]], big: dict[str, Any], out: R
 def run(p: Params, store: Any, profile: str) -> Result:
     """All three parts through ``store``; records claim C5 (settings name ``profile``)."""
     from IPython.display import Markdown
-
-    from gnuq_core.repro.claims import Measurement, judge, record
 
     out = Result()
     cases = _exact(p, store, out)
@@ -224,8 +216,6 @@ def run(p: Params, store: Any, profile: str) -> Result:
 
 def figure_exact_spectra(result: Result, p: Params) -> Any:
     """Sorted |eigenvalues| of the Hessian (× = negative) and GGN per width, with the damping."""
-    from gnuq_core.repro import display as book
-
     fig, axes = book.subplots(1, 2, panel_height=3.4, sharey=True)
     for ax, key, title in [(axes[0], "hess_eigs", "Hessian (|λ|; × = negative)"), (axes[1], "ggn_eigs", "GGN")]:
         for i, c in enumerate(result.data["cases"]):
@@ -253,8 +243,6 @@ def figure_slq_mlp(result: Result, p: Params) -> Any:
     The fraction of eigenvalues with |λ| ≥ 10^t on a log scale: SLQ estimates exactly this
     (a sum of quadrature weights), and the log scale shows the outliers (about 1/P each)
     and the mass below the damping in one picture (a density would be one tall spike)."""
-    from gnuq_core.repro import display as book
-
     widest, check, big = result.data["cases"][-1], result.data["check"], result.data["big"]
     true_abs = np.sort(np.abs(widest["ggn_eigs"]))
     fig, axes = book.subplots(1, 2, panel_height=3.2, sharey=True)
@@ -276,8 +264,6 @@ def figure_slq_mlp(result: Result, p: Params) -> Any:
 
 def figure_slq_lm(result: Result) -> Any:
     """The LM block's spectral mass above a threshold relative to λ_max, and of negative curvature."""
-    from gnuq_core.repro import display as book
-
     lm = result.data["lm"]
     res, lmax = lm["slq"], result.values["lm_lmax"]
     above = np.array([res.fraction(lambda x, r=r: np.abs(x) >= 10.0**r * lmax) for r in LOG_R])
@@ -295,8 +281,6 @@ def figure_slq_lm(result: Result) -> Any:
 
 def figure_damping(result: Result, p: Params) -> Any:
     """Ranking agreement (left) and magnitude error (right) of the isotropic score per damping."""
-    from gnuq_core.repro import display as book
-
     cases, big, dampings = result.data["cases"], result.data["big"], p.dampings
     fig, axes = book.subplots(1, 2, panel_height=3.2)
     for i, c in enumerate(cases):

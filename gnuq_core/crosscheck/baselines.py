@@ -35,6 +35,10 @@ from typing import Any
 import numpy as np
 
 from gnuq_core.crosscheck.agreement import compare, frame
+from gnuq_core.qa import auroc as au
+from gnuq_core.qa.scores import score_record
+from gnuq_core.repro.shards import read_merged
+from gnuq_core.store.store import RESULTS, Store
 
 __all__ = ["TOL_SCORE", "TOL_TWO_PASSES", "TOL_METRIC", "BASELINES", "stored_runs", "independent_scores", "mann_whitney_auroc",
            "expected_prr", "compare_scores", "labelled_scores", "compare_metrics"]
@@ -66,9 +70,6 @@ def stored_runs(root: str | Path | None = None) -> dict[tuple[str, str], list[di
 
     Returns an empty dict when the folder holds no records.
     """
-    from gnuq_core.repro.shards import read_merged
-    from gnuq_core.store.store import RESULTS, Store
-
     current = Store(RESULTS, label="the results store").code("qa")
     folder = Path(root) if root is not None else RESULTS / "qa"
     bases = sorted({folder / (p.name[: -len(".jsonl")].split(".rank")[0] + ".jsonl") for p in folder.glob("*.jsonl")})
@@ -169,8 +170,6 @@ def compare_scores(records: Sequence[Mapping[str, Any]], *, label: str = "") -> 
 
     Errors are relative, or absolute (nats) where the value is below 1 (``floor=1``).
     """
-    from gnuq_core.qa.scores import score_record
-
     ours: dict[str, list[float]] = {k: [] for k in BASELINES}
     theirs: dict[str, list[float]] = {k: [] for k in BASELINES}
     for r in records:
@@ -208,8 +207,6 @@ def compare_metrics(table: Any, scores: Sequence[str], *, label: str = "") -> An
     ``table`` is a :func:`gnuq_core.qa.study.score_table` (``incorrect``, ``correct`` and the
     score columns); rows with a NaN score are dropped per score.
     """
-    from gnuq_core.qa import auroc as au
-
     rows = []
     for k, y, s, ties in labelled_scores(table, scores):
         rows.append(compare("AUROC", au.auroc(y, s), mann_whitney_auroc(y, s), TOL_METRIC, case=label, score=k,

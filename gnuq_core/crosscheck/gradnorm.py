@@ -20,7 +20,12 @@ from typing import Any
 
 import numpy as np
 
+from gnuq_core.bench.subjects import load_subject
 from gnuq_core.crosscheck.agreement import compare, frame
+from gnuq_core.lm.gradient import forward_backward
+from gnuq_core.lm.models import LoadedModel
+from gnuq_core.lm.prompts import encode_answer, encode_prompt, format_prompt
+from gnuq_core.qa.study import with_prompt_ids
 
 __all__ = ["FIXED_QA", "TOL_GRAD", "TOL_LOGP", "TOL_STORED", "load", "fixed_answers", "record_answers",
            "autograd_pass", "compare_answers"]
@@ -44,9 +49,6 @@ FIXED_QA: tuple[tuple[str, str], ...] = (
 def load(spec: str) -> Any:
     """A model as a :class:`gnuq_core.lm.models.LoadedModel`: a real alias (``"gemma3-270m"``) or
     ``"tiny-llama"`` (a random 2-layer Llama with a byte tokenizer, :func:`gnuq_core.bench.subjects.load_subject`)."""
-    from gnuq_core.bench.subjects import load_subject
-    from gnuq_core.lm.models import LoadedModel
-
     s = load_subject(spec)
     if s.synthetic:
         raise ValueError(f"{spec!r} has no text tokenizer; use a real alias or 'tiny-llama'")
@@ -55,8 +57,6 @@ def load(spec: str) -> Any:
 
 def fixed_answers(loaded: Any, pairs: Sequence[tuple[str, str]] = FIXED_QA) -> list[dict[str, Any]]:
     """Prompt and answer token ids of ``pairs`` in ``loaded``'s prompt style."""
-    from gnuq_core.lm.prompts import encode_answer, encode_prompt, format_prompt
-
     style = loaded.prompt_style
     out = []
     for q, a in pairs:
@@ -80,8 +80,6 @@ def record_answers(loaded: Any, records: Sequence[Mapping[str, Any]], questions:
     n : int
         How many (records with an empty answer or without a question are skipped).
     """
-    from gnuq_core.qa.study import with_prompt_ids
-
     out = []
     for r in records:
         if len(out) >= n:
@@ -138,8 +136,6 @@ def compare_answers(model: Any, answers: Sequence[Mapping[str, Any]], *, label: 
     -------
     pandas.DataFrame
     """
-    from gnuq_core.lm.gradient import forward_backward
-
     if not answers:
         raise ValueError(f"{label or 'model'}: no answers to compare; pass fixed_answers(loaded) when there are no records")
     eng_lp, eng_sq, ref_lp, ref_sq, st_sq, st_ref = [], [], [], [], [], []

@@ -30,6 +30,9 @@ from typing import Any
 
 import numpy as np
 
+from gnuq_core.bayes import laplace as ours
+from gnuq_core.bayes.bnn import MLPConfig, fit_map, layer_shapes, n_params, prior_std
+from gnuq_core.bayes.synthetic import make_dataset
 from gnuq_core.crosscheck.agreement import compare, frame
 
 __all__ = ["LaplaceCase", "torch_copy", "laplace_torch_variances", "autograd_grad_p_sq", "compare_case",
@@ -90,8 +93,6 @@ def torch_copy(cfg: Any, theta: np.ndarray) -> Any:
     import torch
     from torch import nn
 
-    from gnuq_core.bayes.bnn import layer_shapes
-
     acts = {"tanh": nn.Tanh, "relu": nn.ReLU, "gelu": nn.GELU}
     if cfg.activation not in acts:
         raise ValueError(f"activation {cfg.activation!r} has no PyTorch copy here; use one of {', '.join(acts)}")
@@ -99,8 +100,6 @@ def torch_copy(cfg: Any, theta: np.ndarray) -> Any:
     class PrependZeroLogit(nn.Module):
         def forward(self, f: torch.Tensor) -> torch.Tensor:
             return torch.cat([torch.zeros_like(f), f], dim=-1)
-
-    from gnuq_core.bayes.bnn import n_params
 
     theta = np.asarray(theta, np.float64)
     if theta.ndim != 1 or theta.size != n_params(cfg):
@@ -127,8 +126,6 @@ def torch_copy(cfg: Any, theta: np.ndarray) -> Any:
 
 def _prior_precision_torch(cfg: Any) -> np.ndarray:
     """The per-parameter prior precision in PyTorch's parameter order (weights transposed)."""
-    from gnuq_core.bayes.bnn import layer_shapes, prior_std
-
     prec = 1.0 / prior_std(cfg) ** 2
     out, k = [], 0
     for i, o in layer_shapes(cfg):
@@ -229,9 +226,6 @@ def autograd_grad_p_sq(cfg: Any, theta: np.ndarray, xs: np.ndarray) -> np.ndarra
 
 
 def _cfg_and_data(case: LaplaceCase) -> tuple[Any, Any]:
-    from gnuq_core.bayes.bnn import MLPConfig
-    from gnuq_core.bayes.synthetic import make_dataset
-
     ds = make_dataset(case.problem, seed=case.seed, **case.data)
     cfg = MLPConfig(input_dim=ds.input_dim, width=case.width, depth=case.depth, prior=case.prior, task=ds.task,
                     **({"noise_sigma": float(ds.config["noise"])} if ds.task == "regression" else {}))
@@ -259,9 +253,6 @@ def compare_case(case: LaplaceCase, *, glm_samples: int = 0, n_restarts: int = 2
         Agreement rows (:func:`gnuq_core.crosscheck.agreement.compare`) with columns
         ``case``, ``theirs_by`` and ``seconds_ours`` / ``seconds_theirs`` added.
     """
-    from gnuq_core.bayes import laplace as ours
-    from gnuq_core.bayes.bnn import fit_map
-
     cfg, ds = _cfg_and_data(case)
     if theta is None:
         theta = fit_map(cfg, ds.x_train, ds.y_train, n_restarts=n_restarts, seed=case.seed).theta

@@ -21,6 +21,7 @@ from typing import Any
 
 from gnuq_core.crosscheck.agreement import compare, frame
 from gnuq_core.crosscheck.baselines import labelled_scores
+from gnuq_core.qa import auroc as au
 
 __all__ = ["AUROC_TOLERANCE", "PRR_TOLERANCE", "MAX_TIE_SHARE", "available", "polygraph_metrics",
            "polygraph_ranking"]
@@ -74,8 +75,6 @@ def polygraph_metrics(table: Any, scores: Sequence[str], *, label: str = "") -> 
     DataFrame
         `gnuq_core.crosscheck.agreement.frame` rows, with ``score`` and ``ties``.
     """
-    from gnuq_core.qa import auroc as au
-
     rows = []
     for k, wrong, s, ties in labelled_scores(table, scores):
         auc, prr = _theirs(wrong, s)

@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 
 from gnuq_core.crosscheck.agreement import compare, frame
+from gnuq_core.isotropy import classifier, proxy, spectra
+from gnuq_core.isotropy.lm_hessian import block_hvp, block_inputs
 
 __all__ = ["classifier_hessian", "lanczos_vs_eigsh", "slq_vs_exact", "same_start_runs", "lm_block_hvp", "TOL_EIG", "TOL_HVP",
            "TOL_SLQ", "TOL_LM_HVP"]
@@ -49,8 +51,6 @@ def classifier_hessian(width: int, *, seed: int = 0, n_train: int = 200, steps: 
         ``hvp`` (the JAX HVP, float64 vectors in and out), ``n_params``.
     """
     import jax.numpy as jnp
-
-    from gnuq_core.isotropy import classifier, proxy, spectra
 
     x, y = proxy.sample_task(np.random.default_rng([seed, 0]), n_train)
     params = classifier.train(x, y, [width, width], seed=seed, steps=steps, weight_decay=weight_decay)
@@ -90,8 +90,6 @@ def lanczos_vs_eigsh(hessian: np.ndarray, hvp: Any = None, *, k: int = 10, m: in
     pandas.DataFrame
     """
     from scipy.sparse.linalg import LinearOperator, eigsh
-
-    from gnuq_core.isotropy import spectra
 
     h = 0.5 * (np.asarray(hessian, np.float64) + np.asarray(hessian, np.float64).T)
     n = h.shape[0]
@@ -154,8 +152,6 @@ def slq_vs_exact(hessian: np.ndarray, damping: float, *, n_probes: int = 8, m: i
     pandas.DataFrame
         Column ``exact`` holds the exact value in every row.
     """
-    from gnuq_core.isotropy import spectra
-
     h = 0.5 * (np.asarray(hessian, np.float64) + np.asarray(hessian, np.float64).T)
     n = h.shape[0]
     exact = np.linalg.eigvalsh(h)
@@ -201,8 +197,6 @@ def same_start_runs(hessian: np.ndarray, damping: float, *, n_probes: int = 8, m
     import torch
     from curvlinops.papyan2020traces.spectrum import fast_lanczos
 
-    from gnuq_core.isotropy import spectra
-
     h = 0.5 * (np.asarray(hessian, np.float64) + np.asarray(hessian, np.float64).T)
     n = h.shape[0]
     torch.manual_seed(seed)
@@ -233,8 +227,6 @@ def lm_block_hvp(model: Any, input_ids: list[int], *, layer: int = -1, n_vectors
     and its parameters' ``requires_grad`` set by ``block_hvp``.
     """
     import torch
-
-    from gnuq_core.isotropy.lm_hessian import block_hvp, block_inputs
 
     matvec, dim, _ = block_hvp(model, input_ids, layer=layer)
     block = model.model.layers[layer]

@@ -7,8 +7,8 @@ from collections.abc import Callable, Mapping
 
 import torch
 
-from gnuq_core.estimators.hooks import hooked_sq_norms, raise_if_non_finite
 from gnuq_core.estimators.core import _FIX_HINT, LOG_P_TOL, GroupSpec, Uncertainty, from_log_p_and_grad_sq, matches
+from gnuq_core.estimators.hooks import hooked_sq_norms, raise_if_non_finite
 
 # --------------------------------------------------------------------------- PyTorch
 

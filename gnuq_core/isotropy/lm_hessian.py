@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from gnuq_core.isotropy.spectra import MatVec, torch_hvp
+from gnuq_core.lm.models import load_model
+from gnuq_core.qa.data import load_qa
 
 __all__ = ["tiny_random_llama", "load_smollm2", "text_token_ids", "block_inputs", "block_hvp", "block_operator", "SOURCES"]
 
@@ -31,8 +33,6 @@ def tiny_random_llama(seed: int = 0, vocab: int = 128) -> Any:
 
 def load_smollm2() -> tuple[Any, Any]:
     """``(model, tokenizer)`` of SmolLM2-135M-Instruct in float32 (via ``gnuq_core.lm.models``)."""
-    from gnuq_core.lm.models import load_model
-
     lm = load_model("smollm2-135m-instruct")
     return lm.model, lm.tokenizer
 
@@ -149,8 +149,6 @@ def block_operator(source: str, n_tokens: int, seed: int = 0, layer: int = -1) -
     import numpy as np
 
     if source == "smollm2":
-        from gnuq_core.qa.data import load_qa
-
         model, tok = load_smollm2()
         ids = text_token_ids(tok, [item.question for item in load_qa("truthfulqa")], n_tokens)
     elif source == "tiny-random":

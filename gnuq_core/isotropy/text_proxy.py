@@ -29,6 +29,7 @@ import numpy as np
 
 from gnuq_core.isotropy import classifier
 from gnuq_core.isotropy import ggn_laplace as curvature
+from gnuq_core.qa.data import find_data_dir, load_qa
 from gnuq_core.stats import spearman_pair
 
 __all__ = ["data_dir", "load_truthfulqa", "load_triviaqa", "bucket", "make_split", "minilm_dir",
@@ -37,8 +38,6 @@ __all__ = ["data_dir", "load_truthfulqa", "load_triviaqa", "bucket", "make_split
 
 def data_dir() -> Path:
     """The local data folder (`gnuq_core.qa.data.find_data_dir`: ``GNUQ_DATA_DIR`` or ``../shared/data``)."""
-    from gnuq_core.qa.data import find_data_dir
-
     path = find_data_dir("truthfulqa")
     if path is None:
         raise FileNotFoundError(
@@ -49,16 +48,12 @@ def data_dir() -> Path:
 
 def load_truthfulqa(root: Path | None = None) -> list[tuple[str, int]]:
     """``(question, y)`` per TruthfulQA row, ``y = 1`` for type Adversarial."""
-    from gnuq_core.qa.data import load_qa
-
     items = load_qa("truthfulqa", data_dir=root or data_dir())  # the one loader: checked, BOM and CRLF accepted
     return [(item.question, int(item.extra["type"] == "Adversarial")) for item in items]
 
 
 def load_triviaqa(root: Path | None = None) -> list[str]:
     """TriviaQA question texts, in file order."""
-    from gnuq_core.qa.data import load_qa
-
     return [item.question for item in load_qa("triviaqa", data_dir=root or data_dir())]
 
 

@@ -53,21 +53,17 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from gnuq_core.estimators.hooks import (
-    ghost_cost_prefers,
-    ghost_linear_sq_norms,
-    hooked_sq_norms,
-    raise_if_non_finite,
-)
+from gnuq_core.estimators import torch_uncertainty
+from gnuq_core.estimators.hooks import ghost_cost_prefers, ghost_linear_sq_norms, hooked_sq_norms, raise_if_non_finite
 from gnuq_core.lm.anatomy import (
     decoder_of,
     device_of,
     in_eval_mode,
     logit_transform,
+    resolve_groups,
     select,
     unique_params,
     upcast,
-    resolve_groups,
 )
 from gnuq_core.lm.decoding import check_length, check_token_ids
 from gnuq_core.lm.prompts import PromptError
@@ -309,8 +305,6 @@ def log_probs_and_logit_grad(model: Any, z: torch.Tensor, targets: torch.Tensor)
 def reference_pass(model: Any, prompt_ids: Sequence[int], answer_ids: Sequence[int], *,
                     groups: Any, per_group: bool) -> GradientPass:
     """Plain path: full logits, full gradients, via `estimators.torch_uncertainty`."""
-    from gnuq_core.estimators import torch_uncertainty
-
     started = time.perf_counter()
     check_length(model, len(prompt_ids), len(answer_ids))
     dev = device_of(model)

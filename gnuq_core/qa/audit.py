@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from gnuq_core.repro.files import json_lines
 from gnuq_core.repro.paths import REPO_ROOT
 
 __all__ = ["AUDIT_DIR", "LABELS", "load_labels", "weights", "grader_quality", "weighted_auroc", "audited_aurocs"]
@@ -40,7 +41,6 @@ def load_labels(path: str | Path | None = None) -> Any:
     path = Path(path) if path is not None else AUDIT_DIR / "labels.jsonl"
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist: the audit labels are committed in audit/ of the repository")
-    from gnuq_core.repro.files import json_lines
 
     rows = []
     for n, row in json_lines(path, fix="restore the file from git", torn_tail=False):

@@ -30,6 +30,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gnuq_core.repro.files import decode_text
 from gnuq_core.repro.paths import REPO_ROOT, env_path
 
 __all__ = ["QAItem", "DataNotFound", "DATASETS", "find_data_dir", "load_qa", "triviaqa_id"]
@@ -95,8 +96,6 @@ def _split(cell: str) -> tuple[str, ...]:
 def _read_text(path: Path) -> str:
     """The file's text (a byte-order mark and Windows line ends accepted); bytes that are not
     UTF-8 are an error naming the file, line and byte (`gnuq_core.repro.files.decode_text`)."""
-    from gnuq_core.repro.files import decode_text
-
     return decode_text(path.read_bytes(), path, "re-save the file as UTF-8 or restore it from the source named in "
                                                 "the data README")
 

@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from gnuq_core.qa import scores, transfer
 from gnuq_core.qa import auroc as _auroc
-from gnuq_core.qa import scores
 from gnuq_core.repro import claims
 
 __all__ = ["CLAIM_SCORES", "PART_SCORES", "ENTROPY_BASELINES", "mean_auroc_over_models", "mean_aurocs",
@@ -239,8 +239,6 @@ def transfer_measurement(results: Sequence[Any], settings: Mapping[str, Any], *,
     ``evidence``: ``transfers`` used and the fewest ``correct`` and ``wrong`` answers of a model
     in them. Undefined numbers are recorded as 0.5 [0, 1] (the gate makes them inconclusive).
     """
-    from gnuq_core.qa import transfer
-
     used = [r for r in results if min(r.counts) >= min_per_class]
     if used:
         value, ci = transfer.mean_with_ci(used)

@@ -24,6 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gnuq_core.lm.gradient import answer_log_probs
+from gnuq_core.lm.prompts import encode_answer, encode_prompt, format_prompt
+from gnuq_core.qa.data import DataNotFound, find_data_dir
+from gnuq_core.repro.files import DamagedFile, json_type, read_text
+
 __all__ = ["MCItem", "load_mc", "score_choices", "mc_scores", "stored_mc_scores"]
 
 
@@ -48,14 +53,11 @@ def load_mc(data_dir: str | Path | None = None) -> list[MCItem]:
     ValueError
         If an item is malformed (names its index).
     """
-    from gnuq_core.qa.data import DataNotFound, find_data_dir
-
     folder = find_data_dir("truthfulqa", data_dir)
     path = (folder / "truthfulqa" / "mc_task.json") if folder is not None else None
     if path is None or not path.is_file():
         raise DataNotFound("truthfulqa/mc_task.json not found: set GNUQ_DATA_DIR to the folder holding "
                            "truthfulqa/TruthfulQA.csv and truthfulqa/mc_task.json")
-    from gnuq_core.repro.files import DamagedFile, json_type, read_text
 
     try:
         raw = json.loads(read_text(path))
@@ -81,9 +83,6 @@ def load_mc(data_dir: str | Path | None = None) -> list[MCItem]:
 def score_choices(model: Any, tokenizer: Any, question: str, choices: Sequence[str], *, style: str
                   ) -> list[float]:
     """Total log p of each choice as the answer to ``question`` (forward passes only)."""
-    from gnuq_core.lm.prompts import encode_answer, encode_prompt, format_prompt
-    from gnuq_core.lm.gradient import answer_log_probs
-
     prompt_ids = encode_prompt(tokenizer, format_prompt(tokenizer, question, style), style)
     return [math.fsum(answer_log_probs(model, prompt_ids, encode_answer(tokenizer, c, style))) for c in choices]
 

@@ -31,8 +31,16 @@ from typing import Any
 import numpy as np
 
 from gnuq_core.estimators import log10_epistemic
-from gnuq_core.qa import scores
-from gnuq_core.store import Store, open_store
+from gnuq_core.lm.clustering import get_clusterer
+from gnuq_core.lm.prompts import encode_prompt, format_prompt
+from gnuq_core.options import OneLineParser, flag, output_path, run_command
+from gnuq_core.qa import grading, scores
+from gnuq_core.qa.data import load_qa
+from gnuq_core.qa.engine import QAConfig
+from gnuq_core.repro.chapters import parse_overrides
+from gnuq_core.repro.shards import distributed, merge_shards, rank_device, read_merged, shard_paths
+from gnuq_core.store import ResultsDisagree, Store, open_store
+from gnuq_core.store.carry import CarryRefused
 
 __all__ = ["CATEGORY_GROUPS", "category_group", "select_items", "store_config", "store_file",
            "run_dataset", "group_norms_of", "chapter_config", "fill", "score_table", "group_scores",
@@ -112,8 +120,6 @@ def thread_variants(compute: Callable[[str], dict[str, Any]], item: str,
 
 def with_prompt_ids(loaded: Any, record: Mapping[str, Any], question: str) -> dict[str, Any]:
     """``record`` with ``generation.prompt_ids`` re-encoded from ``question`` in its prompt style."""
-    from gnuq_core.lm.prompts import encode_prompt, format_prompt
-
     style = record["style"]
     ids = encode_prompt(loaded.tokenizer, format_prompt(loaded.tokenizer, question, style), style)
     return {**record, "generation": {**record["generation"], "prompt_ids": ids}}
@@ -134,7 +140,7 @@ def run_dataset(loaded: Any, items: Sequence[Any], config: Any, *, store: Store,
     computes the missing items at positions ≡ rank (mod size) of ``items`` into its own
     shard; rank 0 merges the shards at the end, and every rank returns all the records.
     """
-    from gnuq_core.lm.clustering import get_clusterer
+    # Looked up when called: tests stand in for `question_record` on its module.
     from gnuq_core.qa.engine import question_record, rescore_answers, resolved_style, storable
 
     if not items:
@@ -210,8 +216,6 @@ def score_table(records: Sequence[Mapping[str, Any]], items: Mapping[str, Any], 
         and, with ``embed``, ``correct_embed`` (`gnuq_core.qa.readings` reads them).
     """
     import pandas as pd
-
-    from gnuq_core.qa import grading
 
     missing = [r["id"] for r in records if r["id"] not in items]
     if missing:
@@ -310,8 +314,6 @@ def chapter_parameters(profile: str, overrides: Mapping[str, Any] | None = None)
 def chapter_config(model: str, *, max_new_tokens: int, n_samples: int, seed: int) -> Any:
     """The `QAConfig` chapter 06 runs ``model`` with (the key of its cached or stored
     records), from the chapter's parameters of the same names."""
-    from gnuq_core.qa.engine import QAConfig
-
     return QAConfig(model=model, max_new_tokens=max_new_tokens, n_samples=n_samples, clusterer="embedding",
                     seed=seed)
 
@@ -324,8 +326,6 @@ def _config(model: str, params: Mapping[str, Any]) -> Any:
 def chapter_items(dataset: str, params: Mapping[str, Any], data_dir: str | Path | None = None) -> list[Any]:
     """The questions chapter 06 asks of ``dataset``: the first ``n_<dataset>`` (all for 0) of
     the seeded order (`select_items`)."""
-    from gnuq_core.qa.data import load_qa
-
     return select_items(load_qa(dataset, data_dir=data_dir), params[SIZE_PARAMETER[dataset]] or None, params["seed"])
 
 
@@ -349,8 +349,8 @@ def fill(profile: str, dataset: str, models: Sequence[str] | None = None, *, ove
     the questions at positions ≡ r (mod N) of the chapter's seeded order into its own shard,
     and rank 0 merges the shards at the end. Resumable after a kill at any moment.
     """
+    # Looked up when called: the option battery stands in for `load_model` on its module.
     from gnuq_core.lm.models import load_model
-    from gnuq_core.repro.shards import distributed, rank_device
 
     params = chapter_parameters(profile, overrides)
     items = chapter_items(dataset, params, data_dir)
@@ -411,8 +411,6 @@ def main(argv: Sequence[str] | None = None, prog: str = "gnuq study") -> int:
     """``gnuq study fill|merge|where|carry ...`` (see `fill`; also ``python -m gnuq_core.qa.study``)."""
     import os
 
-    from gnuq_core.options import OneLineParser, flag, output_path, run_command
-
     parser = OneLineParser(prog=prog, description="Fill chapter 06's QA records outside the notebook (shardable with "
                                                   "torchrun --nproc-per-node N).")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -443,9 +441,6 @@ def main(argv: Sequence[str] | None = None, prog: str = "gnuq study") -> int:
             c.add_argument("--verify", type=flag("nonnegative_count"), default=0, help="stored records recomputed and compared (rank 0)")
             c.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
-    from gnuq_core.repro.chapters import parse_overrides
-    from gnuq_core.store import ResultsDisagree
-    from gnuq_core.store.carry import CarryRefused
 
     def body() -> int:
         overrides = parse_overrides(args.overrides)
@@ -459,7 +454,6 @@ def main(argv: Sequence[str] | None = None, prog: str = "gnuq study") -> int:
                             compute_missing=args.command == "fill")
                 print(f"{dataset}: " + "; ".join(f"{m}: {n} records" for m, n in done.items()))
             return 0
-        from gnuq_core.repro.shards import merge_shards, read_merged, shard_paths
 
         params = chapter_parameters(args.profile, overrides)
         store = open_store(args.profile, root=args.store_root)

@@ -20,6 +20,7 @@ T = TypeVar("T")
 def config_key(config: dict[str, Any]) -> str:
     """Stable 16-hex-digit hash of a JSON-serialisable configuration, the same on every machine
     (floats rounded to 12 significant digits first: `gnuq_core.store.keys.config_key`)."""
+    # Here: importing gnuq_core.store imports this module (a cycle).
     from gnuq_core.store.keys import config_key as canonical_key
 
     return canonical_key(config)

@@ -37,8 +37,10 @@ from typing import Any
 from gnuq_core.chapters import module_for
 from gnuq_core.chapters.base import ChapterError
 from gnuq_core.options import OneLineParser, output_path, run_command
+from gnuq_core.repro import claims
 from gnuq_core.repro.files import DamagedFile, json_type, read_yaml_mapping, write_atomic
 from gnuq_core.repro.paths import REPO_ROOT
+from gnuq_core.store.fingerprint import fingerprint
 
 NOTEBOOKS = REPO_ROOT / "notebooks"
 PROFILES = Path(__file__).resolve().parents[1] / "profiles"  # package data: profiles travel with `pip install`
@@ -151,8 +153,6 @@ def run_chapter(selector: str, profile: str = "quick", out_dir: Path | None = No
     """
     import papermill
 
-    from gnuq_core.repro import claims
-
     if record_time and extra:
         raise ChapterError("--record-times records a profile's own run time: drop the --set overrides")
     source = find_chapter(selector)
@@ -209,8 +209,6 @@ def chapter_times() -> dict[str, dict[str, dict[str, Any]]]:
 
 def save_chapter_time(stem: str, profile: str, seconds: float) -> None:
     """Record ``stem``'s run time in ``profile`` on this machine in `CHAPTER_TIMES` (``--record-times``)."""
-    from gnuq_core.store.fingerprint import fingerprint
-
     times = chapter_times()
     machine = fingerprint()
     times.setdefault(profile, {})[stem] = {

@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from gnuq_core.repro.files import read_text, write_atomic
 from gnuq_core.repro.paths import chapter_name, generated_dir
+from gnuq_core.repro.provenance import is_paper_edition
 
 REPRODUCED = "reproduced"
 PARTLY = "partly reproduced"
@@ -694,8 +695,6 @@ def verdict_label(verdict: str, profile: str) -> str:
     (:data:`gnuq_core.repro.provenance.PAPER_PROFILE`). *Not yet measured* carries no label:
     nothing was judged.
     """
-    from gnuq_core.repro.provenance import is_paper_edition
-
     if verdict not in VERDICTS:
         raise ValueError(f"unknown verdict {verdict!r}; known: {', '.join(VERDICTS)}")
     if is_paper_edition(profile) or verdict == NOT_MEASURED:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gnuq_core.repro.display import key_value_table
 from gnuq_core.repro.files import write_atomic
 from gnuq_core.repro.paths import REPO_ROOT, chapter_name, generated_dir
 
@@ -148,8 +149,6 @@ class Provenance:
 
     def show(self) -> None:
         """Display the provenance as an HTML table (the page's footer; plain text outside Jupyter)."""
-        from gnuq_core.repro.display import key_value_table
-
         tbl = key_value_table(self.rows(), caption="Provenance of this page")
         try:
             from IPython.display import display

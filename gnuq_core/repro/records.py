@@ -140,6 +140,7 @@ def _release(key: str) -> None:
 def canonical_config(config: Any) -> Any:
     """The configuration as a header holds it: JSON values, floats rounded to 12 significant
     digits (`gnuq_core.store.keys.canonical`), so a one-ulp difference is the same run."""
+    # Here: importing gnuq_core.store imports this module (a cycle).
     from gnuq_core.store.keys import canonical
 
     return canonical(config)

@@ -36,6 +36,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from gnuq_core.options import OPTIONS
 from gnuq_core.repro.records import ConfigMismatch, RecordFile, canonical_config, read_records
 
 __all__ = ["World", "ShardLocked", "PeerLost", "PEER_LOST_EXIT", "world_from_env", "rank_device", "distributed", "shard_path", "shard_paths", "locked",
@@ -147,8 +148,6 @@ def distributed(device: str = "cpu", threads: int | None = None) -> Iterator[Wor
         with one thread each are faster than one with two), else torch's default.
     """
     import torch
-
-    from gnuq_core.options import OPTIONS
 
     if threads is not None:
         OPTIONS["threads"].check("threads", threads)  # libgomp allocates per thread: 10⁸ asked for 21.6 GB

@@ -22,8 +22,10 @@ import sys
 import tempfile
 
 from gnuq_core.options import OneLineParser, run_command
+from gnuq_core.repro.shards import read_merged
 from gnuq_core.store import kinds as registry
 from gnuq_core.store.fingerprint import SIMULATIONS, describe, simulated_env
+from gnuq_core.store.migrate import migrate
 from gnuq_core.store.store import RESULTS, Store
 
 __all__ = ["main", "status_rows"]
@@ -31,8 +33,6 @@ __all__ = ["main", "status_rows"]
 
 def status_rows(store: Store, names: list[str] | None = None) -> list[dict[str, str]]:
     """One row per stored file: kind, file, items, code version state, platforms, carry report."""
-    from gnuq_core.repro.shards import read_merged
-
     rows = []
     for name in names or list(registry.KINDS):
         spec = registry.get(name)
@@ -100,8 +100,6 @@ def _simulate(args: object) -> int:
 
 
 def _migrate(args: object) -> int:
-    from gnuq_core.store.migrate import migrate
-
     migrate(RESULTS, dry_run=getattr(args, "dry_run"))
     return 0
 

@@ -35,6 +35,7 @@ from gnuq_core.repro.records import RecordFile
 from gnuq_core.repro.shards import World, read_merged, shard_paths, writer
 from gnuq_core.store import kinds as registry
 from gnuq_core.store.contracts import Chaotic, Exact, GivenInputs
+from gnuq_core.store.store import check_item, disagreement
 
 __all__ = ["CarryRefused", "carry_plan", "carry_file"]
 
@@ -80,8 +81,6 @@ def carry_file(store: Any, spec: registry.Kind, orphan: Path, target: Path, conf
     CarryRefused
         An item disagreed (the verification log is kept; the orphan is untouched).
     """
-    from gnuq_core.store.store import check_item, disagreement
-
     world = world or World()
     old_config, records = read_merged(orphan)
     old_code = old_config.get("_code")

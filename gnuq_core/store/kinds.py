@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from gnuq_core.store.codeversion import code_version
 from gnuq_core.store.contracts import Chaotic, Contract, Exact, GivenInputs, MonteCarloError, SeedSpread, Within
 
 __all__ = ["Kind", "KINDS", "get", "nuts_standard_errors", "lanczos_view", "PREFIX_STEPS", "QA_EXACT_FIELDS"]
@@ -52,8 +53,6 @@ class Kind:
     @property
     def code(self) -> str:
         """The current code version (`gnuq_core.store.codeversion.code_version` of the roots)."""
-        from gnuq_core.store.codeversion import code_version
-
         return code_version(self.roots, self.source_root)
 
 
@@ -100,7 +99,7 @@ def lanczos_view(record: dict[str, Any]) -> dict[str, Any]:
         return record
     import numpy as np
 
-    from gnuq_core.isotropy.spectra import lanczos
+    from gnuq_core.isotropy.spectra import lanczos  # here: store/ imports no science package at module level
 
     nodes = np.asarray(record["nodes"], dtype=float)
     weights = np.asarray(record["weights"], dtype=float)

@@ -29,6 +29,7 @@ from gnuq_core.repro.paths import REPO_ROOT
 from gnuq_core.repro.records import read_records
 from gnuq_core.store import kinds as registry
 from gnuq_core.store.keys import canonical, config_key
+from gnuq_core.store.store import Store
 
 __all__ = ["LEGACY_COMMIT", "LEGACY_CODE", "legacy_hash", "migrate"]
 
@@ -73,8 +74,6 @@ def legacy_hash(modules: list[str], commit: str = LEGACY_COMMIT, repo: Path = RE
 
 def migrate(root: Path, *, dry_run: bool = False) -> list[Path]:
     """Rewrite the legacy files under ``root`` as orphans of today's code (see the module docstring); the new paths."""
-    from gnuq_core.store.store import Store
-
     store = Store(root, label="the results store")
     fid = store.fingerprint_id
     moved: list[Path] = []

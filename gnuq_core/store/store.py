@@ -39,12 +39,13 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from gnuq_core.repro.paths import REPO_ROOT, cache_dir, env_path
+from gnuq_core.repro.provenance import is_paper_edition, run_parameters
 from gnuq_core.repro.records import read_records
 from gnuq_core.repro.shards import World, read_merged, writer
 from gnuq_core.store import kinds as registry
 from gnuq_core.store.contracts import Chaotic, Context, Deviation, worst
-from gnuq_core.store.fingerprint import describe as describe_fingerprint
 from gnuq_core.store.fingerprint import fingerprint, fingerprint_id
+from gnuq_core.store.fingerprint import describe as describe_fingerprint
 from gnuq_core.store.keys import canonical, config_key
 
 try:
@@ -320,7 +321,7 @@ class Store:
             if orphans:
                 read.orphan = _relative(orphans[0])
                 if self.carry:
-                    from gnuq_core.store.carry import carry_file
+                    from gnuq_core.store.carry import carry_file  # here: carry imports this module
 
                     carry_file(self, spec, orphans[0], path, config, code, compute=recompute or compute,
                                from_outputs=from_outputs, recompute_variants=recompute_variants, world=world,
@@ -556,8 +557,6 @@ def open_store(profile: str | None = None, *, root: str | Path | None = None) ->
     change after verifying them (`gnuq store carry` sets it);
     ``GNUQ_RESULTS_DIR`` reads another copy of the results store (default ``results/``).
     """
-    from gnuq_core.repro.provenance import is_paper_edition, run_parameters
-
     profile = profile if profile is not None else run_parameters().get("profile")
     carry = os.environ.get("GNUQ_STORE_CARRY", "") not in ("", "0")
     if root is not None or is_paper_edition(profile):
