@@ -447,12 +447,16 @@ def main(argv: Sequence[str] | None = None, prog: str = "gnuq study") -> int:
         if args.command in ("fill", "carry"):
             if args.command == "carry":
                 os.environ["GNUQ_STORE_CARRY"] = "1"
-            for dataset in [args.dataset] if isinstance(args.dataset, str) else args.dataset:
-                done = fill(args.profile, dataset, args.model, overrides=overrides, device=args.device,
-                            threads=args.threads, verify=args.verify, data_dir=args.data_dir,
-                            store_root=args.store_root, progress=not args.no_progress,
-                            compute_missing=args.command == "fill")
-                print(f"{dataset}: " + "; ".join(f"{m}: {n} records" for m, n in done.items()))
+            # One process group for the whole command: under torchrun, destroying it after one
+            # dataset and making it again for the next left both ranks waiting forever in a
+            # barrier (seen on a two-dataset carry, 2026-12-03).
+            with distributed(args.device, args.threads):
+                for dataset in [args.dataset] if isinstance(args.dataset, str) else args.dataset:
+                    done = fill(args.profile, dataset, args.model, overrides=overrides, device=args.device,
+                                threads=args.threads, verify=args.verify, data_dir=args.data_dir,
+                                store_root=args.store_root, progress=not args.no_progress,
+                                compute_missing=args.command == "fill")
+                    print(f"{dataset}: " + "; ".join(f"{m}: {n} records" for m, n in done.items()))
             return 0
 
         params = chapter_parameters(args.profile, overrides)

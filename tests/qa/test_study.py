@@ -278,3 +278,38 @@ def test_where_markdown_prints_one_table_for_every_dataset(tmp_path, capsys):
     with pytest.raises(SystemExit) as bad:  # argparse: one usage line, exit code 2
         qa_study.main(["where", "--dataset", "nosuch", "--data-dir", data])
     assert bad.value.code == 2
+
+
+def test_a_command_over_several_datasets_makes_one_process_group(monkeypatch):
+    """Under torchrun, a carry over two datasets used to destroy the process group after the
+    first and make it again for the second; both ranks then waited forever in a barrier. The
+    command now holds one group for all its datasets (``fill`` nests inside it)."""
+    import torch.distributed as dist
+
+    from gnuq_core.repro.shards import distributed
+
+    state = {"live": False, "made": 0, "destroyed": 0}
+
+    def init(*args, **kwargs):
+        state.update(live=True, made=state["made"] + 1)
+
+    def destroy(*args, **kwargs):
+        state.update(live=False, destroyed=state["destroyed"] + 1)
+
+    monkeypatch.setattr(dist, "init_process_group", init)
+    monkeypatch.setattr(dist, "destroy_process_group", destroy)
+    monkeypatch.setattr(dist, "is_initialized", lambda: state["live"])
+    for name, value in {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "2"}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: None)
+    seen = []
+
+    def fill(profile, dataset, *args, device="cpu", threads=None, **kwargs):
+        with distributed(device, threads):  # as the real fill does
+            seen.append((dataset, state["live"]))
+        return {}
+
+    monkeypatch.setattr(qa_study, "fill", fill)
+    assert qa_study.main(["carry", "--dataset", "truthfulqa", "triviaqa", "--no-progress"]) == 0
+    assert seen == [("truthfulqa", True), ("triviaqa", True)]
+    assert (state["made"], state["destroyed"]) == (1, 1)
