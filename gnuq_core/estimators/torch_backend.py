@@ -7,7 +7,15 @@ from collections.abc import Callable, Mapping
 
 import torch
 
-from gnuq_core.estimators.core import _FIX_HINT, LOG_P_TOL, GroupSpec, Uncertainty, from_log_p_and_grad_sq, matches
+from gnuq_core.estimators.core import (
+    _FIX_HINT,
+    LOG_P_TOL,
+    GroupSpec,
+    Uncertainty,
+    from_log_p_and_grad_sq,
+    select,
+    unique_params,
+)
 from gnuq_core.estimators.hooks import hooked_sq_norms, raise_if_non_finite
 
 # --------------------------------------------------------------------------- PyTorch
@@ -61,32 +69,12 @@ def torch_uncertainty(
         checkpointing with a parameter shared across segments): the per-piece squares
         would not add up to the squared norm; use ``use_reentrant=False``.
     """
-    named = list(model.named_parameters(remove_duplicate=False))
-    if not named:
+    params, names = unique_params(model)
+    if not params:
         raise ValueError("model has no parameters")
-    # Unique tensors (tied weights appear under several names), in registration order.
-    params: dict[int, torch.nn.Parameter] = {}
-    names: dict[int, list[str]] = {}
-    for n, prm in named:
-        params.setdefault(id(prm), prm)
-        names.setdefault(id(prm), []).append(n)
-
-    if groups is None:
-        group_members = {"all": {k for k, prm in params.items() if prm.is_floating_point()}}
-    else:
-        group_members: dict[str, set[int]] = {}
-        for gname, spec in groups.items():
-            members = {k for k in params if any(matches(spec, n) for n in names[k])}
-            if not members:
-                avail = [n for n, _ in named[:8]]
-                more = f", ... ({len(named)} in all)" if len(named) > 8 else ""
-                raise ValueError(
-                    f"group {gname!r} matches no parameter of the model; parameter names "
-                    f"look like: {', '.join(avail)}{more}"
-                )
-            group_members[gname] = members
+    group_members = select(params, names, groups)  # floating-point tensors only
     union = set().union(*group_members.values())
-    selected = [k for k in params if k in union and params[k].is_floating_point()]
+    selected = [k for k in params if k in union]
     if not selected:
         raise ValueError("no floating-point parameter selected: nothing to differentiate")
 

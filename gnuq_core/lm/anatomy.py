@@ -17,7 +17,6 @@ from typing import Any, TypeVar
 
 import torch
 
-from gnuq_core.estimators.core import matches
 
 PRESET_GROUPS = ("all", "no_embeddings", "last_block", "lm_head", "embeddings", "per_block")
 
@@ -161,37 +160,3 @@ def resolve_groups(model: Any, groups: str | Sequence[str] | Mapping[str, Any] |
     return out
 
 
-def unique_params(model: Any) -> tuple[dict[int, torch.nn.Parameter], dict[int, list[str]]]:
-    params: dict[int, torch.nn.Parameter] = {}
-    names: dict[int, list[str]] = {}
-    for n, p in model.named_parameters(remove_duplicate=False):
-        params.setdefault(id(p), p)
-        names.setdefault(id(p), []).append(n)
-    return params, names
-
-
-def select(params: dict[int, Any], names: dict[int, list[str]], groups: Mapping[str, Any] | None
-            ) -> dict[str, list[int]]:
-    """``{group: [id of each floating-point parameter tensor in it]}`` for groups as
-    `resolve_groups` returns them (None: one group ``"all"``); a group that matches no
-    parameter is an error naming what the parameter names look like.
-
-    A group given as full parameter names (what the presets resolve to) is looked up by
-    name; prefixes and predicates are matched with `gnuq_core.estimators.core.matches`
-    (a parameter name is never a dotted prefix of another, so both give the same members).
-    """
-    if groups is None:
-        return {"all": [k for k, p in params.items() if p.is_floating_point()]}
-    owner = {n: k for k, ns in names.items() for n in ns}
-    members: dict[str, list[int]] = {}
-    for g, spec in groups.items():
-        if isinstance(spec, (list, tuple)) and all(isinstance(n, str) and n in owner for n in spec):
-            found = {owner[n] for n in spec}
-            members[g] = [k for k in params if k in found and params[k].is_floating_point()]
-        else:
-            members[g] = [k for k in params
-                          if params[k].is_floating_point() and any(matches(spec, n) for n in names[k])]
-        if not members[g]:
-            sample = ", ".join(n for k in list(names)[:6] for n in names[k][:1])
-            raise ValueError(f"group {g!r} matches no parameter; parameter names look like: {sample}, ...")
-    return members

@@ -35,7 +35,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from gnuq_core.lm.anatomy import decoder_of, device_of, in_eval_mode, resolve_groups, select, unique_params
+from gnuq_core.estimators.core import select, unique_params
+from gnuq_core.lm.anatomy import decoder_of, device_of, in_eval_mode, resolve_groups
 from gnuq_core.lm.decoding import check_length, check_token_ids
 from gnuq_core.lm.gradient import GradientPass, gradient_pass, log_probs_and_logit_grad, vocab_product
 from gnuq_core.lm.prompts import PromptError

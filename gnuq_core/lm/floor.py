@@ -14,8 +14,9 @@ from typing import Any
 
 import torch
 
+from gnuq_core.estimators.core import unique_params
 from gnuq_core.estimators.hooks import hooked_sq_norms
-from gnuq_core.lm.anatomy import decoder_of, device_of, logit_transform, unique_params, upcast
+from gnuq_core.lm.anatomy import decoder_of, device_of, logit_transform, upcast
 
 __all__ = ["activation_backward"]
 

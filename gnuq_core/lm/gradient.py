@@ -54,17 +54,9 @@ import torch
 import torch.nn.functional as F
 
 from gnuq_core.estimators import torch_uncertainty
+from gnuq_core.estimators.core import select, unique_params
 from gnuq_core.estimators.hooks import ghost_cost_prefers, ghost_linear_sq_norms, hooked_sq_norms, raise_if_non_finite
-from gnuq_core.lm.anatomy import (
-    decoder_of,
-    device_of,
-    in_eval_mode,
-    logit_transform,
-    resolve_groups,
-    select,
-    unique_params,
-    upcast,
-)
+from gnuq_core.lm.anatomy import decoder_of, device_of, in_eval_mode, logit_transform, resolve_groups, upcast
 from gnuq_core.lm.decoding import check_length, check_token_ids
 from gnuq_core.lm.prompts import PromptError
 

@@ -19,6 +19,7 @@ from gnuq_core.estimators import (
     jax_uncertainty,
     torch_uncertainty,
 )
+from gnuq_core.estimators.core import select, unique_params
 
 LN10 = math.log(10.0)
 
@@ -185,6 +186,24 @@ def test_torch_tied_parameter_counted_once():
     # a group naming only the second alias still finds the shared tensor
     ub = torch_uncertainty(model, fn, groups={"b": ["b"]})
     assert ub.log10_grad_log_p_sq == pytest.approx(u.log10_grad_log_p_sq, rel=1e-14)
+
+
+def test_unique_params_and_select_are_the_one_group_selection():
+    """`unique_params` lists a tied tensor once under all its names; `select` finds a group's
+    floating-point tensors by full names, dotted prefixes or a predicate (the LM passes and
+    `torch_uncertainty` share both)."""
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(2, 2)
+    model = torch.nn.ModuleDict({"a": lin, "b": lin, "c": torch.nn.Linear(2, 1)})
+    model.register_buffer("steps", torch.zeros(1, dtype=torch.long))
+    params, names = unique_params(model)
+    assert [names[k] for k in params] == [["a.weight", "b.weight"], ["a.bias", "b.bias"], ["c.weight"], ["c.bias"]]
+    ids = list(params)
+    assert select(params, names, None) == {"all": ids}
+    by = select(params, names, {"names": ["b.weight", "c.bias"], "prefix": "c", "pred": lambda n: n.endswith("bias")})
+    assert by == {"names": [ids[0], ids[3]], "prefix": ids[2:], "pred": [ids[1], ids[3]]}
+    with pytest.raises(ValueError, match="group 'd' matches no parameter; parameter names look like: a.weight"):
+        select(params, names, {"d": "d"})
 
 
 def test_torch_restores_grad_and_requires_grad(x64):

@@ -11,8 +11,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import pytest
 import torch
 
+from gnuq_core.estimators.core import unique_params
 from gnuq_core.lm.anatomy import resolve_groups
-from gnuq_core.lm.gradient import _ghost_layers, unique_params, vocab_product, forward_backward
+from gnuq_core.lm.gradient import _ghost_layers, forward_backward, vocab_product
 from tests.tiny_models import tiny_gemma, tiny_llama
 
 PROMPT = [1, 40, 0, 41, 42, 0, 43]  # contains the padding id 0 twice
