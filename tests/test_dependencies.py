@@ -10,7 +10,7 @@ from gnuq_core.repro.paths import REPO_ROOT
 
 PROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
 TOOLING = {"jupyter-book", "sphinx-exercise", "jupytext", "papermill", "ipykernel", "pytest", "hypothesis",
-           "playwright", "laplace-torch", "matplotlib"}
+           "playwright", "pyflakes", "laplace-torch", "matplotlib"}
 
 
 def _name(requirement: str) -> str:
@@ -38,7 +38,7 @@ def test_the_library_imports_without_the_extras() -> None:
     import sys
 
     blocked = ["matplotlib", "IPython", "myst_nb", "papermill", "jupytext", "ipykernel", "pytest", "hypothesis",
-               "playwright", "laplace", "curvlinops"]
+               "playwright", "pyflakes", "laplace", "curvlinops"]
     code = ("import sys\n" + "".join(f"sys.modules[{m!r}] = None\n" for m in blocked) +
             "import gnuq_core.lm.scoring, gnuq_core.qa.study, gnuq_core.qa.engine, gnuq_core.estimators\n"
             "import gnuq_core.bayes.validation, gnuq_core.isotropy.spectra, gnuq_core.store, gnuq_core.bench.run\n"

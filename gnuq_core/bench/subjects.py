@@ -189,6 +189,8 @@ def load_subject(spec: str, device: str = "cpu", dtype: str = "float32", seed: i
         model = _random_model(_llama_config(hidden, layers), device, dtype, seed)
         tok, style, synthetic = IdTokenizer(2), "ids", True
     else:
+        from gnuq_core.lm.models import load_model  # here: `gnuq bench`'s start-up imports this module, not torch
+
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             lm = load_model(spec, device=device, dtype=dtype)

@@ -37,11 +37,7 @@ __all__ = [
     "log10_epistemic",
     "log10_combined",
     "sequence_and_normalized",
-    "JaxUncertainty",
     "from_log_p_and_grad_sq",
-    "torch_uncertainty",
-    "jax_uncertainty",
-    "jax_grad_sq_norm",
 ]
 
 LN10 = math.log(10.0)
