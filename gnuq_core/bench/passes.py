@@ -16,6 +16,10 @@ pass                        engine function
 ``backward_floor``          `gnuq_core.lm.floor.activation_backward`: the forward with autograd and
                             the backward into the activations only, no parameter gradient and no
                             norm: the least any exact gradient-norm pass costs
+``backward_floor_grams``    the same with the ghost norms' Gram matrices of the decoder's linear
+                            layers formed as the gradient pass forms them, and nothing else:
+                            splits what the gradient pass costs above the floor into the Gram
+                            products and the rest
 ``reference``               `gnuq_core.lm.gradient.reference_pass`: the deliberately plain path
                             (full-vocabulary logits at every position, an ordinary backward
                             into every parameter's gradient) that the engine avoids
@@ -224,6 +228,7 @@ def make_passes(subject: Subject, q: Question, config: BenchConfig, clusterer: A
         Pass("generate", generate, (m, tok, q.prompt_ids), {"max_new_tokens": cap, "stop_at_newline": nl}),
         Pass("forward", gradient.answer_log_probs, pa),
         Pass("backward_floor", activation_backward, pa),
+        Pass("backward_floor_grams", activation_backward, pa, {"with_grams": True}),
         Pass("gradient", gradient.forward_backward, pa),
         *(Pass(f"gradient_{g}", gradient.forward_backward, pa, {"groups": g}) for g in GRAD_GROUPS),
         Pass("reference", gradient.reference_pass, pa, {"groups": None, "per_group": False}),

@@ -77,8 +77,11 @@ def variant_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def floor_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
-    """Per model: gradient pass ÷ one no-grad forward (wall and CPU clock), target, split, and
-    the floor (forward + backward into the activations, `gnuq_core.lm.floor.activation_backward`) ÷ forward."""
+    """Per model: gradient pass ÷ one no-grad forward (wall and CPU clock), target, split, the
+    floor (forward + backward into the activations, `gnuq_core.lm.floor.activation_backward`)
+    ÷ forward, and how many forwards the gradient pass costs above the floor (paired per
+    round, against issue 29's target), split into the ghost norms' Gram products (the floor
+    with the Gram matrices, ``backward_floor_grams``, minus the floor) and the rest."""
     rows = []
     for spec, e in res["models"].items():
         r = e["summary"]["ratios"].get("gradient_over_forward")
@@ -88,10 +91,20 @@ def floor_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
         sp = e["summary"]["gradient_split"]
         t = res.get("targets", {}).get(spec, {}).get("gradient_over_forward", {})
         fl = e["summary"]["ratios"].get("backward_floor_over_forward")
+        above = e["summary"]["ratios"].get("gradient_above_floor_over_forward")
+        ta = res.get("targets", {}).get(spec, {}).get("gradient_above_floor", {})
         rows.append({"model": spec, "gradient ÷ forward": r["median"], "95% CI": f"[{r['ci'][0]:.2f}, {r['ci'][1]:.2f}]",
                      "rounds": r["n"], "CPU-time ratio": rc["median"],
                      "floor ÷ forward": fl["median"] if fl else float("nan"), "target ≤": t.get("threshold"),
                      "verdict": ("met" if t.get("met") else "missed") if t else "",
+                     "above floor": above["median"] if above and above["n"] else float("nan"),
+                     "above floor 95% CI": (f"[{above['ci'][0]:.2f}, {above['ci'][1]:.2f}]"
+                                            if above and above["n"] else "not measured"),
+                     "above-floor target ≤": ta.get("threshold"),
+                     **{col: e["summary"]["ratios"][key]["median"] if key in e["summary"]["ratios"] else float("nan")
+                        for col, key in (("of it Gram products", "grams_above_floor_over_forward"),
+                                         ("of it the rest", "gradient_above_grams_over_forward"))},
+                     "above-floor verdict": ("met" if ta.get("met") else "missed") if ta else "",
                      "forward part (s)": sp["forward"]["median"], "backward part (s)": sp["backward"]["median"],
                      "post part (s)": sp["post"]["median"]})
     return rows

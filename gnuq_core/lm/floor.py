@@ -15,13 +15,22 @@ from typing import Any
 import torch
 
 from gnuq_core.estimators.core import unique_params
-from gnuq_core.estimators.hooks import hooked_sq_norms
+from gnuq_core.estimators.hooks import ghost_cost_prefers, ghost_linear_sq_norms, hooked_sq_norms
 from gnuq_core.lm.anatomy import decoder_of, device_of, logit_transform, upcast
 
-__all__ = ["activation_backward"]
+__all__ = ["activation_backward", "ghost_layers_of"]
 
 
-def activation_backward(model: Any, prompt_ids: Sequence[int], answer_ids: Sequence[int]) -> float:
+def ghost_layers_of(model: Any, rows: int) -> dict[int, torch.nn.Linear]:
+    """The decoder's ``nn.Linear`` layers whose norms the gradient pass takes the ghost way for
+    a sequence of ``rows`` tokens (``ghost="auto"``: while the two Gram matrices cost less
+    than the weight gradient), by ``id`` of the weight."""
+    return {id(m.weight): m for m in decoder_of(model).modules()
+            if type(m) is torch.nn.Linear and ghost_cost_prefers(rows, m)}
+
+
+def activation_backward(model: Any, prompt_ids: Sequence[int], answer_ids: Sequence[int], *,
+                        with_grams: bool = False) -> float:
     """log p of the answer, with one backward pass into the activations only: the floor.
 
     Every exact ``‖∇θ log p‖²`` needs the gradient of log p at every layer's output, so one
@@ -30,11 +39,18 @@ def activation_backward(model: Any, prompt_ids: Sequence[int], answer_ids: Seque
     No parameter requires grad here (`gnuq_core.estimators.hooks.hooked_sq_norms` with
     nothing selected; flags and ``.grad`` restored on return), so no weight-gradient product
     and no norm is computed: what the gradient pass costs beyond this is what its norms cost.
+
+    With ``with_grams=True`` the pass also forms the ghost norms' Gram matrices of the
+    decoder's linear layers (`ghost_layers_of`, `gnuq_core.estimators.hooks.ghost_linear_sq_norms`)
+    exactly as the gradient pass does, and nothing else: the floor of the gradient pass's
+    own algorithm, so the benchmark can split what the pass costs above the floor into the
+    Gram products and the rest (hooks, bookkeeping, the embedding and head pieces).
     """
     ids = torch.tensor([list(prompt_ids) + list(answer_ids)], device=device_of(model))
     n_p = len(prompt_ids)
     params, _ = unique_params(model)
-    with hooked_sq_norms(params, selected=()), torch.enable_grad():  # no parameter requires grad
+    ghosted = ghost_layers_of(model, ids.shape[1]) if with_grams else {}
+    with hooked_sq_norms(params, selected=()), ghost_linear_sq_norms(ghosted), torch.enable_grad():
         with torch.no_grad():
             emb = model.get_input_embeddings()(ids)
         emb.requires_grad_(True)

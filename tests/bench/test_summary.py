@@ -130,3 +130,16 @@ def test_c8_readings_without_reference_timings_keep_the_conservative_one() -> No
         sm.c8_measurement(res, reading="reference")
     with pytest.raises(ValueError, match="unknown C8 reading"):
         sm.c8_measurement(res, reading="paper")
+
+
+def test_gradient_above_floor_is_paired_per_round_and_judged() -> None:
+    """(gradient − floor) ÷ forward round by round, against issue 29's target of 0.15 forwards;
+    a model whose floor was not timed gets no above-floor target."""
+    recs = [_record({"forward": [0.1, 0.2], "gradient": [0.25, 0.46], "backward_floor": [0.2, 0.4]}),
+            _record({"forward": [0.1, 0.1], "gradient": [0.22, 0.21], "backward_floor": [0.2, 0.2]})]
+    s = sm.summarize_model(recs)
+    assert sorted(s["ratios"]["gradient_above_floor_over_forward"]["values"]) == pytest.approx([0.1, 0.2, 0.3, 0.5])
+    t = sm.targets({"models": {"m": {"summary": s}}})["m"]["gradient_above_floor"]
+    assert t["value"] == pytest.approx(0.25) and t["threshold"] == 0.15 and t["met"] is False
+    no_floor = sm.summarize_model([_record({"forward": [0.1], "gradient": [0.2]})])
+    assert "gradient_above_floor" not in sm.targets({"models": {"m": {"summary": no_floor}}})["m"]

@@ -69,6 +69,9 @@ def test_every_value_the_page_glues_is_computed(ran) -> None:
     assert v["floor_model_0"].data == "`random:tiny`" and v["floor_ratio_0"] > 0
     assert v["floor_list"].data.count("rounds;") == 2
     assert v["target_ratio"] == 2.3 and v["mem_target"] == 0.5
+    assert v["target_above_floor"] == 0.15 and v["above_floor_n"] == 2 and 0 <= v["above_floor_n_met"] <= 2
+    assert v["above_floor_list"].data.count("forwards above it (95% CI") == 2  # the floor is timed every round
+    assert v["above_floor_list"].data.count("; the Gram products ") == 2  # and split by the floor with Grams
     for reading in ("reference", "optimised"):  # C8 under both readings
         assert v[f"c8_{reading}_lo"] <= v[f"c8_{reading}_value"] <= v[f"c8_{reading}_hi"]
         assert v[f"c8_{reading}_verdict"].data in claims.VERDICTS
@@ -149,7 +152,7 @@ def test_a_committed_gpu_run_is_shown(ran, tmp_path: Path) -> None:
     path.write_text(json.dumps(result.data["bench"], default=float))
     gres = efficiency.gpu_results(path)
     assert gres is not None and list(gres["models"]) == MODELS
-    assert len(repr(efficiency.rows_table(report.floor_rows(gres), efficiency.FLOOR_FORMATS)).splitlines()) == 3
+    assert len(repr(efficiency.floor_table(report.floor_rows(gres))).splitlines()) == 3
 
 
 def test_no_records_per_hour_and_headers() -> None:
