@@ -406,8 +406,8 @@ for name in ("gpu_floor", "gpu_speedup"):  # only where bench/gpu_results.json i
 #
 # The sampling baselines draw `n_samples` answers ({glue:text}`quick_n_samples` in the quick
 # profile). Rerun the chapter in the quick profile with twice as many:
-# `gnuq chapter run 07 --profile quick --set n_samples=N` (the quick profile takes 3 to 4
-# minutes on a 2-core machine; more samples add a little).
+# `gnuq chapter run 07 --profile quick --set n_samples=N` (the banner at the top of the page
+# says how long the quick profile took on a 2-core machine; more samples add a little).
 # Before you look: what happens to the cost of the gradient pass, and to the speed-up over
 # "N samples" and over semantic entropy?
 # ```
