@@ -177,7 +177,7 @@ def test_params() -> None:
     assert efficiency.bench_config_of(p).batch_repeats == 1
     quick = efficiency.Params.for_profile("quick")
     assert (quick.n_questions, quick.repeats, quick.max_new_tokens, quick.prompt_lengths, quick.ladder,
-            quick.throughput_questions) == (1, 1, 24, [32, 128, 256], [[64, 2], [128, 4]], 0)
+            quick.throughput, quick.memory) == (1, 1, 24, [32, 128, 256], [[64, 2], [128, 4]], False, False)
     smoke = efficiency.Params.for_profile("smoke")
     assert smoke.models == ["tiny-llama", "random:tiny"] and smoke.skip_passes == []
     assert (smoke.synthetic_prompt, smoke.synthetic_answer, smoke.ladder_repeats) == ([20, 40], 6, 1)

@@ -188,7 +188,7 @@ def test_params() -> None:
     assert qa.Params.for_profile("full") == qa.Params()
     quick = qa.Params.for_profile("quick")
     assert (quick.n_truthfulqa, quick.n_triviaqa, quick.n_samples, quick.max_new_tokens,
-            quick.compute_missing, quick.store_verify) == (20, 30, 3, 20, True, 2)
+            quick.compute_missing, quick.store_verify, quick.n_mc) == (12, 18, 3, 20, True, 2, 8)
     assert qa.Params().n_truthfulqa == 0 and qa.Params().compute_missing is False  # all questions, stored records
     with pytest.raises(ChapterError, match=r"models=\[\] must not be empty"):
         qa.Params(models=[])
