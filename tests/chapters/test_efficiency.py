@@ -111,7 +111,7 @@ def test_tables_bench_json_and_claim(ran) -> None:
     assert "entailment clustering" in gap and "few-shot P(True) prompt" in gap
     variants = repr(result.tables["variants"])
     assert "all parameters" in variants and "last decoder block" in variants and "÷ forward" in variants
-    assert repr(result.tables["floor"]).splitlines()[0].split()[:4] == ["model", "gradient", "÷", "forward"]
+    assert repr(result.tables["floor"]).splitlines()[0].split()[:5] == ["model", "gradient", "[95%", "CI]", "floor"]
     assert "P(True)" in repr(result.tables["costs"]) or "P(True)" in repr(result.tables["speedup"])
     assert "records / hour" in repr(result.tables["throughput"])
     res = json.loads((root / "out" / "07_efficiency.bench.json").read_text())
