@@ -528,6 +528,10 @@ def _bars(ax: Any, res: dict[str, Any], keys: list[str], kind: str, *, horizonta
         x = np.arange(len(keys)) + i * width
         med = [v["median"] if v else np.nan for v in vals]
         err = np.array([[v["median"] - v["ci"][0], v["ci"][1] - v["median"]] if v else [0, 0] for v in vals]).T
+        # A percentile bound can equal the median up to rounding (np.percentile against
+        # np.median) or, with few clusters, fall just past it: never a negative error bar,
+        # which matplotlib refuses with a ValueError.
+        err = np.clip(err, 0, None)
         if horizontal:
             ax.barh(x, med, width, xerr=err, capsize=3, label=spec)
         else:

@@ -209,3 +209,16 @@ def test_params() -> None:
             efficiency.Params(**kwargs)
     with pytest.raises(ChapterError, match=r"unknown parameter\(s\) n_truthfulqa"):
         efficiency.Params.resolve({}, {"n_truthfulqa": 3})
+
+
+def test_bars_take_an_interval_whose_bound_passes_the_median() -> None:
+    """A bootstrap bound one rounding step past the median (np.percentile against np.median)
+    draws as a zero-length error bar instead of matplotlib's ValueError (seen once as a flake)."""
+    import matplotlib.pyplot as plt
+
+    med = 2.0
+    res = {"models": {"m": {"summary": {"ratios": {"k": {"median": med, "ci": [np.nextafter(med, 3.0), 2.5]}}}}}}
+    fig, ax = plt.subplots()
+    efficiency._bars(ax, res, ["k"], "ratios")
+    efficiency._bars(ax, res, ["k"], "ratios", horizontal=True)
+    plt.close(fig)
