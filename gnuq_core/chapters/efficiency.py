@@ -244,8 +244,8 @@ def floor_table(rows: list[dict[str, Any]]) -> book.Table:
     return rows_table([{  # in no-grad forwards; short headers: fits 1280 px
         "model": r["model"], "gradient [95% CI]": f"{r['gradient ÷ forward']:.2f} {r['95% CI']}",
         "floor": f2(r["floor ÷ forward"]),
-        "above floor [95% CI]": f"{f2(r['above floor'])} {r['above floor 95% CI']}".replace(
-            "not measured not measured", "not measured"),
+        "above floor [95% CI]": (f"{r['above floor']:.2f} {r['above floor 95% CI']}"
+                                 if np.isfinite(r["above floor"]) else "not measured"),
         "of it: Gram products + rest": (f"{r['of it Gram products']:.2f} + {r['of it the rest']:.2f}"
                                         if np.isfinite(r["of it Gram products"]) else "not measured"),
         f"≤ {r['target ≤']} / ≤ floor + {r['above-floor target ≤']}":

@@ -15,18 +15,22 @@ from typing import Any
 import torch
 
 from gnuq_core.estimators.core import unique_params
-from gnuq_core.estimators.hooks import ghost_cost_prefers, ghost_linear_sq_norms, hooked_sq_norms
+from gnuq_core.estimators.hooks import ghost_linear_sq_norms, hooked_sq_norms
 from gnuq_core.lm.anatomy import decoder_of, device_of, logit_transform, upcast
+from gnuq_core.lm.gradient import _ghost_layers
 
 __all__ = ["activation_backward", "ghost_layers_of"]
 
 
 def ghost_layers_of(model: Any, rows: int) -> dict[int, torch.nn.Linear]:
-    """The decoder's ``nn.Linear`` layers whose norms the gradient pass takes the ghost way for
-    a sequence of ``rows`` tokens (``ghost="auto"``: while the two Gram matrices cost less
-    than the weight gradient), by ``id`` of the weight."""
-    return {id(m.weight): m for m in decoder_of(model).modules()
-            if type(m) is torch.nn.Linear and ghost_cost_prefers(rows, m)}
+    """The ``nn.Linear`` layers whose norms the gradient pass over all parameters takes the
+    ghost way for a sequence of ``rows`` tokens (``ghost="auto"``), by ``id`` of the weight:
+    the gradient pass's own selection, over every parameter but the embedding and the head,
+    which it handles apart."""
+    params, _ = unique_params(model)
+    apart = {id(model.get_input_embeddings().weight), id(model.get_output_embeddings().weight)}
+    # the gradient module's private selection: a public name there would change the QA store's code version
+    return _ghost_layers(model, [k for k in params if k not in apart], rows, "auto")
 
 
 def activation_backward(model: Any, prompt_ids: Sequence[int], answer_ids: Sequence[int], *,
@@ -41,7 +45,7 @@ def activation_backward(model: Any, prompt_ids: Sequence[int], answer_ids: Seque
     and no norm is computed: what the gradient pass costs beyond this is what its norms cost.
 
     With ``with_grams=True`` the pass also forms the ghost norms' Gram matrices of the
-    decoder's linear layers (`ghost_layers_of`, `gnuq_core.estimators.hooks.ghost_linear_sq_norms`)
+    linear layers (`ghost_layers_of`, `gnuq_core.estimators.hooks.ghost_linear_sq_norms`)
     exactly as the gradient pass does, and nothing else: the floor of the gradient pass's
     own algorithm, so the benchmark can split what the pass costs above the floor into the
     Gram products and the rest (hooks, bookkeeping, the embedding and head pieces).
