@@ -26,7 +26,7 @@ export TRANSFORMERS_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 export PYTHONHASHSEED ?= 0
 
-.PHONY: help setup book chapter chapters html test bench clean
+.PHONY: help setup book chapter chapters html test bench clean repository
 
 help:
 	@sed -n '2,11p' Makefile | sed 's/^# \{0,1\}//'
@@ -76,13 +76,13 @@ chromium:
 	  else echo "setup: chromium missing; install it with: sudo apt-get install chromium"; fi; \
 	fi
 
-chapters: setup
+chapters: setup repository
 	$(VENV)/bin/gnuq chapter run --profile $(PROFILE)
 
 chapter: setup
 	$(VENV)/bin/gnuq chapter run $(NB) --profile $(PROFILE)
 
-html: setup
+html: setup repository
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
 	@echo "book: open _build/html/index.html"
 
@@ -95,6 +95,11 @@ test: setup
 # BENCH_ARGS: e.g. --quick (a few minutes), --no-throughput, --models smollm2-135m-instruct
 bench: setup
 	$(VENV)/bin/gnuq bench --out bench/results.json $(BENCH_ARGS)
+
+# A published copy names its repository (GNUQ_REPOSITORY_URL, set by .github/workflows/book.yml):
+# the repository and issues buttons and the Binder links. Checked before anything runs.
+repository: setup
+	@$(PY) -m gnuq_core.repro.repository
 
 clean:
 	rm -rf _build book/_generated .pytest_cache

@@ -18,6 +18,7 @@ Command line::
 
     gnuq chapter run 01 --profile smoke [--out DIR]     # or: python -m gnuq_core.repro.chapters run ...
     gnuq chapter list
+    gnuq chapter runnable [01 ...] --out DIR [--profile quick]   # notebooks that run outside a checkout
 """
 
 from __future__ import annotations
@@ -248,6 +249,21 @@ def parse_overrides(pairs: list[str]) -> dict[str, Any]:
     return out
 
 
+def write_runnables(selectors: list[str], out_dir: Path, profile: str = "quick") -> int:
+    """Write each selected chapter (default: all) as ``out_dir/<stem>.ipynb`` that runs outside a
+    checkout (`gnuq_core.repro.runnable`), naming the published repository where one is set
+    (`gnuq_core.repro.repository`); print each path."""
+    from gnuq_core.repro.repository import published_repository
+    from gnuq_core.repro.runnable import write_runnable
+
+    load_profile(profile)  # an unknown profile is refused before anything is written
+    repository = published_repository()
+    sources = [find_chapter(s) for s in selectors] or chapters()
+    for source in sources:
+        print(write_runnable(source, out_dir / f"{source.stem}.ipynb", profile, repository))
+    return 0
+
+
 def main(argv: list[str] | None = None, prog: str = "gnuq chapter") -> int:
     """Command-line entry point (``gnuq chapter``; see the module docstring)."""
     parser = OneLineParser(prog=prog, description=__doc__.split("\n")[0])
@@ -262,6 +278,11 @@ def main(argv: list[str] | None = None, prog: str = "gnuq chapter") -> int:
                      help="override one parameter of the profile (a Python literal; repeatable), "
                           "e.g. --set n_truthfulqa=100")
     sub.add_parser("list", help="list chapters and profiles")
+    notebooks = sub.add_parser("runnable", help="write chapters as notebooks that run outside a checkout (Binder, "
+                                                "Colab, a course's JupyterHub), in a preview profile")
+    notebooks.add_argument("chapters", nargs="*", help="chapter numbers or stems (default: all)")
+    notebooks.add_argument("--out", type=output_path, required=True, help="folder for <chapter>.ipynb")
+    notebooks.add_argument("--profile", default="quick", help="the profile their parameters cell selects")
     args = parser.parse_args(argv)
 
     def body() -> int:
@@ -269,6 +290,8 @@ def main(argv: list[str] | None = None, prog: str = "gnuq chapter") -> int:
             print("chapters:", " ".join(p.stem for p in chapters()))
             print("profiles:", " ".join(profile_names()))
             return 0
+        if args.command == "runnable":
+            return write_runnables(args.chapters, args.out, args.profile)
         extra = parse_overrides(args.overrides)
         for selector in args.chapters or [p.stem for p in chapters()]:
             run_chapter(selector, args.profile, args.out, extra=extra, record_time=args.record_times)

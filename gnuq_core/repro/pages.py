@@ -115,10 +115,11 @@ def course_facts(nb: dict[str, Any], record: dict[str, Any] | None) -> str:
 
 
 def prepare_notebook(text: str, record: dict[str, Any] | None, *, source_link: str | None = None,
-                     runnable_link: str | None = None) -> str:
+                     runnable_link: str | None = None, launch_link: str | None = None) -> str:
     """The ipynb JSON ``text`` as the book shows it: cell policy applied, banner inserted."""
     nb = json.loads(text)
     apply_cell_policy(nb)
     insert_banner(nb, banner_markdown(record, source_link=source_link, runnable_link=runnable_link,
+                                       launch_link=launch_link,
                                        words=parameter_words(record), course=course_facts(nb, record)))
     return json.dumps(nb)

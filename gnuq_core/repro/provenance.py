@@ -212,8 +212,8 @@ def _plain(value: Any) -> str:
 
 
 def banner_markdown(record: dict[str, Any] | None, *, source_link: str | None = None,
-                    runnable_link: str | None = None, words: Mapping[str, str] | None = None,
-                    course: str | None = None) -> str:
+                    runnable_link: str | None = None, launch_link: str | None = None,
+                    words: Mapping[str, str] | None = None, course: str | None = None) -> str:
     """The profile banner at the top of a chapter page (MyST Markdown; its ``{term}`` links
     need the book's glossary, ``book/glossary.md``).
 
@@ -225,6 +225,9 @@ def banner_markdown(record: dict[str, Any] | None, *, source_link: str | None = 
         Path (relative to the page) of the chapter's Jupytext source, offered for download.
     runnable_link : str, optional
         Path of the chapter as a notebook that runs outside a checkout (`gnuq_core.repro.runnable`).
+    launch_link : str, optional
+        Address that opens that notebook online (Binder), where the book names its repository
+        (`gnuq_core.repro.repository`).
     course : str, optional
         Reading time and the quick profile's run time (`gnuq_core.repro.pages.course_facts`).
     words : mapping, optional
@@ -258,8 +261,9 @@ def banner_markdown(record: dict[str, Any] | None, *, source_link: str | None = 
     if course:
         facts.append(f"**Time:** {course}")
     if runnable_link:
+        online = f", or [open it in Binder]({launch_link}) (a few minutes to start)" if launch_link else ""
         facts.append(f"**Run it yourself:** {{download}}`a notebook in the quick profile <{runnable_link}>` "
-                     "for your own Jupyter or Colab (its first cell says what it needs)")
+                     f"for your own Jupyter or Colab (its first cell says what it needs){online}")
     params = sorted(record.get("parameters", {}).items())
     rows = "\n".join(f"| `{k}` | {words.get(k, _plain(v))} |" for k, v in params)
     table = (":::{admonition} This build's parameters\n:class: dropdown gnuq-parameters\n\n"

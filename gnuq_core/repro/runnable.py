@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from gnuq_core.repro.chapters import to_ipynb
+from gnuq_core.repro.repository import Repository
 
-__all__ = ["NEEDS", "runnable_notebook", "write_runnable", "OUTPUT_FOLDER"]
+__all__ = ["NEEDS", "runnable_notebook", "write_runnable", "OUTPUT_FOLDER", "CHECKOUT_ADVICE"]
 
 OUTPUT_FOLDER = "gnuq_output"
 """Where a runnable chapter writes its provenance and other files (beside the notebook)."""
@@ -38,20 +39,22 @@ NEEDS: dict[str, str] = {
 
 SETUP = '''# Run this chapter yourself. It needs the gnuq package with its book extra, installed
 # from a checkout (`pip install -e ".[book]"`) or from the repository this book came from
-# (`%pip install "gnuq[book] @ git+<repository URL>"`), then a kernel restart.
+# ({install}), then a kernel restart.
 import importlib.util
 import os
 
 if importlib.util.find_spec("gnuq_core") is None or importlib.util.find_spec("myst_nb") is None:
     raise ModuleNotFoundError("gnuq (with its book extra) is not installed in this kernel: "
-                              "pip install -e '.[book]' in a checkout of the repository, then restart the kernel")
+                              {advice!r})
 for name, value in {{"GNUQ_OUTPUT_DIR": {output!r},  # provenance and other files of this run
                     "GNUQ_CHAPTER": {chapter!r}, "TQDM_DISABLE": "1"}}.items():
     os.environ.setdefault(name, value)
 # Also needed: {needs}.'''
 
+CHECKOUT_ADVICE = "pip install -e '.[book]' in a checkout of the repository, then restart the kernel"
 
-def runnable_notebook(source: Path, profile: str = "quick") -> Any:
+
+def runnable_notebook(source: Path, profile: str = "quick", repository: Repository | None = None) -> Any:
     """The chapter at ``source`` (Jupytext ``.py``) as a notebook that runs outside a checkout.
 
     Parameters
@@ -60,6 +63,9 @@ def runnable_notebook(source: Path, profile: str = "quick") -> Any:
         A chapter's Jupytext source (``notebooks/<stem>.py``).
     profile : str
         The profile its parameters cell selects (a preview: ``quick`` or ``smoke``).
+    repository : Repository, optional
+        The public repository the book comes from (`gnuq_core.repro.repository`): its first
+        cell then names the exact install line; without one it names a checkout.
 
     Returns
     -------
@@ -76,7 +82,10 @@ def runnable_notebook(source: Path, profile: str = "quick") -> Any:
         raise ValueError(f"{source.name} has no cell tagged 'parameters'")
     params.source = f'profile = {profile!r}  # "smoke" (seconds), "quick" (minutes) or "full" (the paper edition)\n' \
                     "overrides = {}  # parameters to change, e.g. {\"seed\": 1}"
-    setup = nbformat.v4.new_code_cell(SETUP.format(output=OUTPUT_FOLDER, chapter=source.stem, needs=NEEDS.get(source.stem, "nothing else")),
+    install = repository.install_line() if repository else '`%pip install "gnuq[book] @ git+<repository URL>"`'
+    advice = f"run {repository.install_line()}, then restart the kernel" if repository else CHECKOUT_ADVICE
+    setup = nbformat.v4.new_code_cell(SETUP.format(install=install, advice=advice, output=OUTPUT_FOLDER,
+                                                   chapter=source.stem, needs=NEEDS.get(source.stem, "nothing else")),
                                       metadata={"tags": ["gnuq-setup"]})
     nb.cells.insert(nb.cells.index(params), setup)
     for cell in nb.cells:  # the book's cell tags (folding, removal) mean nothing in Jupyter
@@ -86,11 +95,11 @@ def runnable_notebook(source: Path, profile: str = "quick") -> Any:
     return nb
 
 
-def write_runnable(source: Path, target: Path, profile: str = "quick") -> Path:
+def write_runnable(source: Path, target: Path, profile: str = "quick", repository: Repository | None = None) -> Path:
     """Write `runnable_notebook` of ``source`` to ``target`` (only if it changed) and return ``target``."""
     import nbformat
 
-    text = nbformat.writes(runnable_notebook(source, profile))
+    text = nbformat.writes(runnable_notebook(source, profile, repository))
     if not target.exists() or target.read_text() != text:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)

@@ -73,6 +73,15 @@ def test_preview_banner_says_so() -> None:
     assert "| `widths` | [4, 8] |" in text, "the parameters table lists every parameter"
 
 
+def test_the_banner_links_binder_only_where_the_book_names_its_repository() -> None:
+    offline = banner_markdown(RECORD, runnable_link="01_derivation.runnable.ipynb")
+    assert "{download}`a notebook in the quick profile <01_derivation.runnable.ipynb>`" in offline
+    assert "Binder" not in offline
+    published = banner_markdown(RECORD, runnable_link="01_derivation.runnable.ipynb",
+                                launch_link="https://mybinder.org/v2/gh/a/b/main?urlpath=x")
+    assert "[open it in Binder](https://mybinder.org/v2/gh/a/b/main?urlpath=x)" in published
+
+
 def test_paper_edition_banner_is_not_a_preview() -> None:
     text = banner_markdown({**RECORD, "profile": "full"})
     assert "Paper edition" in text and "preview" not in text.lower()

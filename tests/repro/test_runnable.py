@@ -9,9 +9,12 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
+from gnuq_core.repro import chapters as chapters_cli
 from gnuq_core.repro.chapters import find_chapter
 from gnuq_core.repro.paths import REPO_ROOT
+from gnuq_core.repro.repository import Repository
 from gnuq_core.repro.runnable import (
+    CHECKOUT_ADVICE,
     NEEDS,
     OUTPUT_FOLDER,
     runnable_notebook,
@@ -41,3 +44,19 @@ def test_the_first_cell_says_what_a_chapter_needs_and_the_profile_is_a_preview()
     assert not any(c.metadata.get("tags") for c in nb.cells if c is not params)  # book-only tags are gone
     nbformat.validate(nb)
     assert "nothing else" in runnable_notebook(find_chapter("01")).cells[1].source
+
+
+def test_the_first_cell_names_the_published_repository_install_line() -> None:
+    repo = Repository("github.com", "acme", "gnuq", "main")
+    setup = runnable_notebook(find_chapter("01"), repository=repo).cells[1].source
+    assert setup.count(repo.install_line()) == 2, "in the comment and in the error a reader sees"
+    offline = runnable_notebook(find_chapter("01")).cells[1].source
+    assert CHECKOUT_ADVICE in offline and "git+<repository URL>" in offline
+
+
+def test_the_command_line_writes_runnable_chapters_and_refuses_an_unknown_profile(tmp_path: Path,
+                                                                                 capsys) -> None:
+    assert chapters_cli.main(["runnable", "01", "--out", str(tmp_path / "nb")]) == 0
+    assert (tmp_path / "nb" / "01_derivation.ipynb").exists()
+    assert chapters_cli.main(["runnable", "01", "--profile", "nope", "--out", str(tmp_path / "other")]) == 2
+    assert "unknown profile 'nope'" in capsys.readouterr().err and not (tmp_path / "other").exists()
