@@ -201,7 +201,7 @@ glue_figure("fig_speedup", efficiency.figure_speedup(result))
 # answers sampled as one batch sharing the prompt's KV cache, MiniLM clustering in one
 # batched call, a zero-shot P(True) prompt), and as its **reference** implementation runs
 # it (Kuhn et al. 2023; Farquhar et al. 2024): the N answers sampled one at a time, each
-# with its own prefill; semantic clusters by bidirectional entailment with a
+# with its own prefill ({glue:md}`sequential_timed_words`); semantic clusters by bidirectional entailment with a
 # DeBERTa-large-MNLI cross-encoder, one pair per forward pass, compared in the reference
 # loop's order ({glue:md}`nli_comparison_range` per question here, counted on the
 # samples' clusters, times one timed comparison); and P(True) with

@@ -66,6 +66,9 @@ def _parser(prog: str = "gnuq bench") -> argparse.ArgumentParser:
                    help="do not time the baselines as their reference implementations run them")
     p.add_argument("--reference-questions", type=flag(Rule(minimum=0, maximum=MAX_SIZE, integer=True)), default=0,
                    help="questions per dataset for the entailment clustering and few-shot P(True) (default 0: all)")
+    p.add_argument("--sequential-timed", type=flag(Rule(minimum=0, maximum=MAX_SIZE, integer=True)), default=0,
+                   help="of the N answers sampled one at a time, how many to time; × N / this stands for all N "
+                        "(default 0: all)")
     p.add_argument("--nli-architecture", default=d.nli_architecture, choices=sorted(NLI_ARCHITECTURES),
                    help="cross-encoder of the reference entailment clustering (random weights)")
     p.add_argument("--p-true-shots", type=flag(P_TRUE_SHOTS), default=d.p_true_shots,
@@ -141,7 +144,7 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
                       qa_max_new_tokens=args.qa_max_new_tokens, device=args.device, dtype=args.dtype,
                       threads=args.threads, seed=args.seed, reference=not args.no_reference,
                       batch_sizes=list(args.batch_sizes), batch_pairs=args.batch_pairs,
-                      reference_questions=args.reference_questions,
+                      reference_questions=args.reference_questions, sequential_timed=args.sequential_timed,
                       nli_architecture=args.nli_architecture, p_true_shots=args.p_true_shots,
                       long_answer_tokens=args.long_answer_tokens)
     if args.quick:

@@ -108,6 +108,9 @@ class BenchConfig:
         Questions per dataset on which the entailment comparison and few-shot P(True) are
         timed, and on whose prompts the answer-length factor is (0: all); sequential
         sampling is timed on every question.
+    sequential_timed : int
+        Of the N answers sampled one at a time (``sample_sequential``), how many are timed
+        per round (0, or N or more: all N); their time × N / ``sequential_timed`` stands for all N.
     timed_once : list of str
         Passes timed in a question's first repeat only, their time standing for its other
         rounds (default: the reference passes, tens of seconds each; the paper edition adds
@@ -157,6 +160,7 @@ class BenchConfig:
     batch_repeats: int = 2
     reference: bool = True
     reference_questions: int = 0
+    sequential_timed: int = 0
     timed_once: list[str] = field(default_factory=lambda: list(REFERENCE_PASSES))
     nli_architecture: str = "deberta-large-mnli"
     p_true_shots: int = 20
@@ -185,6 +189,8 @@ class BenchConfig:
         if not LONG_ANSWER.minimum <= self.long_answer_tokens <= LONG_ANSWER.maximum:
             raise ValueError(f"long_answer_tokens={self.long_answer_tokens}: use 0 (skip the answer-length factor) to "
                              f"{LONG_ANSWER.maximum:g} tokens")
+        if self.sequential_timed < 0:
+            raise ValueError(f"sequential_timed={self.sequential_timed}: use 0 (time all N sequential samples) or more")
         if self.reference_questions < 0:
             raise ValueError(f"reference_questions={self.reference_questions}: use 0 (all) or more")
         if any(int(b) < 1 for b in self.batch_sizes) or self.batch_pairs < 1 or self.batch_repeats < 1:

@@ -46,7 +46,10 @@ The last three (``BenchConfig.reference``, text models; synthetic ones time only
 sequential sampling) are the baselines as their reference implementations run them; each
 takes seconds to tens of seconds on a CPU, so they are timed once per question (``BenchConfig.timed_once``),
 and the entailment comparison and few-shot P(True) only on the first
-``BenchConfig.reference_questions`` questions of each dataset (0: all). The
+``BenchConfig.reference_questions`` questions of each dataset (0: all). Of the N sequential
+samples, the first ``BenchConfig.sequential_timed`` are timed (0: all N), and their time
+× N / ``sequential_timed`` stands for all N (``scaled`` says so in each record): the calls
+are alike (one prefill, one answer each), so the sum is estimated without bias. The
 reference semantic entropy clusters with as many entailment comparisons as its loop makes
 for the samples' clusters (`gnuq_core.lm.entailment.reference_comparisons`), so each round
 also records the derived ``nli_cluster`` = ``nli_check`` × that count (:data:`DERIVED`).
@@ -114,8 +117,11 @@ class Pass:
     seed_kw : str or None
         Keyword that takes a seed: repeat ``r`` adds ``1000 * r`` to it (fresh samples).
     calls : int
-        Calls per run (one answer at a time: call ``i`` adds ``i`` to the seed); the results
-        come back as one list.
+        Calls the timed cost stands for (one answer at a time: call ``i`` adds ``i`` to the
+        seed); the results come back as one list.
+    timed_calls : int
+        Calls a run makes, the first ``timed_calls`` of ``calls`` (0: all); its time × `scale`
+        stands for all ``calls`` (`time_questions` scales it).
     """
 
     name: str
@@ -124,6 +130,17 @@ class Pass:
     kwargs: dict[str, Any] = field(default_factory=dict)
     seed_kw: str | None = None
     calls: int = 1
+    timed_calls: int = 0
+
+    @property
+    def runs(self) -> int:
+        """Calls one run makes."""
+        return min(self.timed_calls, self.calls) if self.timed_calls else self.calls
+
+    @property
+    def scale(self) -> float:
+        """``calls / runs``: what a run's time is multiplied by to stand for all ``calls``."""
+        return self.calls / self.runs
 
     def __call__(self, rep: int = 0) -> Any:
         kw = dict(self.kwargs)
@@ -132,7 +149,7 @@ class Pass:
         if self.calls == 1:
             return self.func(*self.args, **kw)
         out: list[Any] = []
-        for i in range(self.calls):
+        for i in range(self.runs):
             call_kw = {**kw, self.seed_kw: kw[self.seed_kw] + i} if self.seed_kw is not None else kw
             out.extend(self.func(*self.args, **call_kw))
         return out
@@ -251,7 +268,8 @@ def make_passes(subject: Subject, q: Question, config: BenchConfig, clusterer: A
     if config.reference:
         passes.append(Pass("sample_sequential", sample_answers, (m, tok, q.prompt_ids, 1),
                            {"temperature": config.temperature, "max_new_tokens": cap, "stop_at_newline": nl,
-                            "seed": config.seed}, seed_kw="seed", calls=config.n_samples))
+                            "seed": config.seed}, seed_kw="seed", calls=config.n_samples,
+                           timed_calls=config.sequential_timed))
         if not subject.synthetic:
             if len(q.nli_pair) == 2:
                 passes.append(Pass("nli_check", nli_clusterer(tok, config.nli_architecture).check, tuple(q.nli_pair)))
@@ -281,7 +299,8 @@ def beyond_reference_questions(q: Question, questions: list[Question], config: B
 def time_questions(subject: Subject, questions: list[Question], config: BenchConfig, clusterer: Any = None,
                    progress: bool = True) -> list[dict[str, Any]]:
     """Time every pass ``config.repeats`` times per question, in a fresh random order each
-    repeat; the first question's passes run once untimed first (warm-up).
+    repeat; the first question's passes run once untimed first (warm-up). A pass that makes
+    fewer calls than it stands for (`Pass.scale`) has its time scaled up (``scaled``).
 
     Returns one record per question: ``times`` and ``cpu_times`` (``{pass: [seconds per
     repeat]}``, wall and process CPU), the gradient pass split into forward / backward /
@@ -325,8 +344,8 @@ def time_questions(subject: Subject, questions: list[Question], config: BenchCon
                     res, sec, cpu = clock.timed_cpu(functools.partial(run, rep), subject.device)
                     if name == "sample":
                         sample_tokens.append([len(s_.answer_ids) for s_ in res])
-                times[name].append(sec)
-                cpu_times[name].append(cpu)
+                times[name].append(sec * run.scale)
+                cpu_times[name].append(cpu * run.scale)
         derived = {}
         for name, (timed, attr) in DERIVED.items():
             if timed in times:
@@ -341,6 +360,8 @@ def time_questions(subject: Subject, questions: list[Question], config: BenchCon
                     "functions": {**{k: p.function for k, p in passes.items()},
                                   **{k: passes[DERIVED[k][0]].function for k in derived}},
                     "timed_once": [k for k in config.timed_once if k in passes], "derived": derived,
+                    "scaled": {k: f"{p.runs} of {p.calls} calls timed, × {p.scale:g}" for k, p in passes.items()
+                               if p.scale != 1},
                     "nli_comparisons": q.nli_comparisons,
                     "p_true_fewshot_tokens": _prompt_tokens(subject, q.p_true_fewshot_question)})
     return out

@@ -63,8 +63,9 @@ LONG_ANSWER = Rule(minimum=1, maximum=bench_config.LONG_ANSWER.maximum, integer=
 class Params(ChapterParams):
     """Chapter 07's parameters (defaults: the paper edition, sized to the book's 30-minute
     budget: C8's gate needs ≥ 5 questions and ≥ 10 rounds per model, 6 and 12 here; the
-    reference baselines, tens of seconds each, are timed once per question; the one-prefill
-    ``decode`` pass is skipped; `make bench` is the long benchmark)."""
+    reference baselines, tens of seconds each, are timed once per question, the one-at-a-time
+    sampling on 4 of its N calls; the one-prefill ``decode`` pass is skipped; `make bench` is
+    the long benchmark)."""
 
     CHAPTER = "07_efficiency"
     seed: int = param(0, OPTIONS["seed"], "seeds the question choice, the samplers and the bootstrap")
@@ -107,6 +108,8 @@ class Params(ChapterParams):
     reference_questions: int = param(1, NONNEG_SIZE, "questions per dataset on which the entailment "
                                                      "clustering, few-shot P(True) and the answer-length factor "
                                                      "are timed (0: all)")
+    sequential_timed: int = param(4, NONNEG_SIZE, "of the N answers sampled one at a time, how many are timed per "
+                                                  "question; their time × N / this stands for all N (0, or N or more: all N)")
     timed_once: list[str] = param([*bench_config.REFERENCE_PASSES, "sample"], Rule(choices=bench_config.PASS_NAMES),
                                   "passes timed in a question's first repeat only (their time stands for its other "
                                   "rounds): the reference passes and the batched sampling, seconds to tens of seconds "
@@ -159,7 +162,7 @@ def bench_config_of(p: Params) -> bench_config.BenchConfig:
         synthetic_answer=p.synthetic_answer, batch_sizes=list(p.batch_sizes), batch_pairs=p.batch_pairs,
         batch_repeats=1,
         reference=p.reference, reference_questions=p.reference_questions, timed_once=list(p.timed_once),
-        nli_architecture=p.nli_architecture,
+        sequential_timed=p.sequential_timed, nli_architecture=p.nli_architecture,
         p_true_shots=p.p_true_shots, long_answer_tokens=p.long_answer_tokens)
 
 
@@ -331,6 +334,7 @@ def _speedup(p: Params, res: dict[str, Any], profile: str, out: Result) -> None:
         p_true_shots_used=res["config"].get("p_true_shots", 0),
         reference_questions_used=Markdown(_reference_questions(res["config"])),
         timed_once_list=Markdown(_timed_once(res["config"])),
+        sequential_timed_words=Markdown(_sequential_timed(res["config"])),
         se_reference_range=Markdown(f"{min(se_ref):.0f}–{max(se_ref):.0f}×" if se_ref else "not measured in this build"),
         fewshot_tokens=Markdown(_token_range(res)),
         nli_comparison_range=Markdown(_comparison_range(res)),
@@ -346,6 +350,15 @@ def _timed_once(cfg: dict[str, Any]) -> str:
     if cfg.get("repeats", 1) < 2 or not once:
         return "every pass in every round"
     return f"every pass in every round except {', '.join(f'`{k}`' for k in once)}, timed in a question's first round"
+
+
+def _sequential_timed(cfg: dict[str, Any]) -> str:
+    """How many of the N sequential samples were timed, in words."""
+    n, k = cfg["n_samples"], cfg.get("sequential_timed", 0)
+    if not k or k >= n:
+        return f"all {n} of them are timed"
+    return (f"the first {k} of the {n} are timed and their time × {n / k:g} stands for all {n} (the calls are alike: "
+            "one prefill and one answer each)")
 
 
 def _reference_questions(cfg: dict[str, Any]) -> str:

@@ -163,3 +163,38 @@ def test_reference_questions_limit_the_entailment_and_few_shot_passes(config: Be
     assert "p_true_fewshot" in recs[0]["times"] and "nli_check" in recs[0]["times"]
     assert "p_true_fewshot" not in recs[1]["times"] and "nli_cluster" not in recs[1]["times"]
     assert "sample_sequential" in recs[1]["times"]  # on every question
+
+
+def test_sequential_sampling_timed_on_fewer_calls_is_scaled_to_all_of_them(
+        text_question: tuple, config: BenchConfig, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dataclasses import replace
+
+    import gnuq_core.bench.passes as passes_module
+
+    sub, q = text_question
+    fewer = replace(config, n_samples=4, sequential_timed=2, repeats=1)
+    seq = make_passes(sub, q, fewer)["sample_sequential"]
+    assert (seq.calls, seq.runs, seq.scale) == (4, 2, 2.0) and len(seq(0)) == 2
+    assert make_passes(sub, q, replace(fewer, sequential_timed=9))["sample_sequential"].scale == 1.0  # ≥ N: all
+
+    calls: list[int] = []
+    counted = replace(seq, func=lambda *a, **k: calls.append(1) or seq.func(*a, **k))
+
+    def one_second_per_call(run, device):  # clock.timed_cpu, with a clock that counts calls
+        before = len(calls)
+        out = run()
+        return out, float(len(calls) - before), float(len(calls) - before)
+
+    monkeypatch.setattr(passes_module.clock, "timed_cpu", one_second_per_call)
+    monkeypatch.setattr(passes_module, "make_passes", lambda *a, **k: {"sample_sequential": counted})
+    rec = time_questions(sub, [q], fewer, None, progress=False)[0]
+    assert len(calls) == 2, "one timed run of 2 calls (a cold pass: no warm-up run)"
+    assert rec["times"]["sample_sequential"] == [4.0] and rec["cpu_times"]["sample_sequential"] == [4.0]
+    assert rec["scaled"] == {"sample_sequential": "2 of 4 calls timed, × 2"}
+
+
+def test_sequential_timed_cannot_be_negative(config: BenchConfig) -> None:
+    from dataclasses import replace
+
+    with pytest.raises(ValueError, match="sequential_timed=-1"):
+        replace(config, sequential_timed=-1)

@@ -175,6 +175,10 @@ def test_params() -> None:
     assert (p.reference, p.nli_architecture, p.p_true_shots, p.batch_sizes, p.reference_questions) == (
         True, "deberta-large-mnli", 20, [1, 4, 8], 1)
     assert efficiency.bench_config_of(p).batch_repeats == 1
+    assert p.sequential_timed == 4 and efficiency.bench_config_of(p).sequential_timed == 4
+    assert efficiency._sequential_timed({"n_samples": 10, "sequential_timed": 4}).startswith(
+        "the first 4 of the 10 are timed and their time × 2.5 stands for all 10")
+    assert efficiency._sequential_timed({"n_samples": 3, "sequential_timed": 4}) == "all 3 of them are timed"
     quick = efficiency.Params.for_profile("quick")
     assert (quick.n_questions, quick.repeats, quick.max_new_tokens, quick.prompt_lengths, quick.ladder,
             quick.throughput, quick.memory) == (1, 1, 24, [32, 128, 256], [[64, 2], [128, 4]], False, False)
@@ -204,6 +208,7 @@ def test_params() -> None:
         ({"timed_once": ["naive"]}, "element 'naive' must be one of"),
         ({"long_answer_tokens": 0}, "long_answer_tokens=0 must be ≥ 1"),
         ({"long_answer_tokens": 32}, "long_answer_tokens=32 must exceed max_new_tokens=32"),
+        ({"sequential_timed": -1}, "sequential_timed=-1 must be ≥ 0"),
     ]:
         with pytest.raises(ChapterError, match=message):
             efficiency.Params(**kwargs)
