@@ -357,8 +357,8 @@ def _sequential_timed(cfg: dict[str, Any]) -> str:
     n, k = cfg["n_samples"], cfg.get("sequential_timed", 0)
     if not k or k >= n:
         return f"all {n} of them are timed"
-    return (f"the first {k} of the {n} are timed and their time × {n / k:g} stands for all {n} (the calls are alike: "
-            "one prefill and one answer each)")
+    return (f"the first {k} of the {n} are timed, and their time × {n / k:g} stands for all {n}: the calls are alike, "
+            "one prefill and one answer each")
 
 
 def _reference_questions(cfg: dict[str, Any]) -> str:

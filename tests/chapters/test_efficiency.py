@@ -177,7 +177,7 @@ def test_params() -> None:
     assert efficiency.bench_config_of(p).batch_repeats == 1
     assert p.sequential_timed == 4 and efficiency.bench_config_of(p).sequential_timed == 4
     assert efficiency._sequential_timed({"n_samples": 10, "sequential_timed": 4}).startswith(
-        "the first 4 of the 10 are timed and their time × 2.5 stands for all 10")
+        "the first 4 of the 10 are timed, and their time × 2.5 stands for all 10: ")
     assert efficiency._sequential_timed({"n_samples": 3, "sequential_timed": 4}) == "all 3 of them are timed"
     quick = efficiency.Params.for_profile("quick")
     assert (quick.n_questions, quick.repeats, quick.max_new_tokens, quick.prompt_lengths, quick.ladder,
