@@ -172,10 +172,7 @@ def run_chapter(selector: str, profile: str = "quick", out_dir: Path | None = No
         resolved = module.Params.resolve(load_profile(profile).get(source.stem, {}), extra)
         params = {"profile": profile, "overrides": dict(extra or {})}
         recorded = {**resolved.to_dict(), "profile": profile}
-        try:
-            out_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as err:
-            raise ChapterError(f"--out {out_dir}: cannot create the folder ({err.strerror})") from None
+        make_output_folder(out_dir)
         try:
             target = Path(shutil.copyfile(draft, out_dir / f"{source.stem}.ipynb"))
         except OSError as err:
@@ -249,6 +246,17 @@ def parse_overrides(pairs: list[str]) -> dict[str, Any]:
     return out
 
 
+def make_output_folder(out_dir: Path) -> Path:
+    """Create ``out_dir`` (and its parents); `ChapterError` (one line) where it cannot be a folder."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ChapterError(f"--out {out_dir} is a file: give a folder")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ChapterError(f"--out {out_dir}: cannot create the folder ({err.strerror})") from None
+    return out_dir
+
+
 def write_runnables(selectors: list[str], out_dir: Path, profile: str = "quick") -> int:
     """Write each selected chapter (default: all) as ``out_dir/<stem>.ipynb`` that runs outside a
     checkout (`gnuq_core.repro.runnable`), naming the published repository where one is set
@@ -259,8 +267,13 @@ def write_runnables(selectors: list[str], out_dir: Path, profile: str = "quick")
     load_profile(profile)  # an unknown profile is refused before anything is written
     repository = published_repository()
     sources = [find_chapter(s) for s in selectors] or chapters()
+    out_dir = make_output_folder(Path(out_dir).resolve())
     for source in sources:
-        print(write_runnable(source, out_dir / f"{source.stem}.ipynb", profile, repository))
+        try:
+            print(write_runnable(source, out_dir / f"{source.stem}.ipynb", profile, repository))
+        except OSError as err:
+            raise ChapterError(f"--out {out_dir}: cannot write {source.stem}.ipynb there ({err.strerror}); "
+                               "free space or choose another folder") from None
     return 0
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gnuq_core.repro.chapters import to_ipynb
+from gnuq_core.repro.files import write_atomic
 from gnuq_core.repro.repository import Repository
 
 __all__ = ["NEEDS", "runnable_notebook", "write_runnable", "OUTPUT_FOLDER", "CHECKOUT_ADVICE"]
@@ -102,5 +103,5 @@ def write_runnable(source: Path, target: Path, profile: str = "quick", repositor
     text = nbformat.writes(runnable_notebook(source, profile, repository))
     if not target.exists() or target.read_text() != text:
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
+        write_atomic(target, text)  # an interrupted write leaves the old notebook or the new, never half
     return target

@@ -60,3 +60,13 @@ def test_the_command_line_writes_runnable_chapters_and_refuses_an_unknown_profil
     assert (tmp_path / "nb" / "01_derivation.ipynb").exists()
     assert chapters_cli.main(["runnable", "01", "--profile", "nope", "--out", str(tmp_path / "other")]) == 2
     assert "unknown profile 'nope'" in capsys.readouterr().err and not (tmp_path / "other").exists()
+
+
+def test_an_out_that_cannot_be_a_folder_is_one_line(tmp_path: Path, capsys) -> None:
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    for out in (a_file, a_file / "below"):
+        assert chapters_cli.main(["runnable", "01", "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: --out {out}") and err.count("\n") == 1 and "Traceback" not in err
+    assert a_file.read_text() == "x"
