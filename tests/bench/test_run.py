@@ -107,6 +107,22 @@ def test_cli_bad_option_is_one_line(capsys: pytest.CaptureFixture) -> None:
     assert len(err.splitlines()) == 1 and "skip=['naive']" in err and "reference" in err
 
 
+@pytest.mark.parametrize("value", ["-1", "1.5", "nan", "four"])
+def test_a_bad_sequential_timed_is_one_line(value: str, capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit) as stop:  # argparse's exit, as `gnuq bench` exits
+        main(["--sequential-timed", value, "--out", "/nonexistent/never-written.json"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("error: argument --sequential-timed")
+
+
+def test_cli_sequential_timed_reaches_the_config() -> None:
+    from gnuq_core.bench.__main__ import _parser, config_from_args
+
+    assert config_from_args(_parser().parse_args([])).sequential_timed == 0  # make bench: all N
+    assert config_from_args(_parser().parse_args(["--sequential-timed", "4"])).sequential_timed == 4
+
+
 def test_the_run_records_where_its_wall_time_went(results: dict) -> None:
     parts = results["section_seconds"]
     for spec in ("random:tiny", "tiny-llama"):
