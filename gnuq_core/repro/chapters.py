@@ -160,8 +160,7 @@ def run_chapter(selector: str, profile: str = "quick", out_dir: Path | None = No
     if "profile" in {**load_profile(profile).get(source.stem, {}), **(extra or {})}:
         raise ChapterError(f"{source.stem}: 'profile' is set by the runner, not by a profile file")
     out_dir = Path(out_dir or REPO_ROOT / "book" / "_generated").resolve()
-    if out_dir.exists() and not out_dir.is_dir():
-        raise ChapterError(f"--out {out_dir} is a file: give a folder for the executed notebooks")
+    refuse_a_file(out_dir, "the executed notebooks")
     module = chapter_module(source)
     with tempfile.TemporaryDirectory() as scratch:  # check everything before touching out_dir
         draft = to_ipynb(source, Path(scratch) / f"{source.stem}.ipynb")
@@ -172,7 +171,7 @@ def run_chapter(selector: str, profile: str = "quick", out_dir: Path | None = No
         resolved = module.Params.resolve(load_profile(profile).get(source.stem, {}), extra)
         params = {"profile": profile, "overrides": dict(extra or {})}
         recorded = {**resolved.to_dict(), "profile": profile}
-        make_output_folder(out_dir)
+        make_output_folder(out_dir, "the executed notebooks")
         try:
             target = Path(shutil.copyfile(draft, out_dir / f"{source.stem}.ipynb"))
         except OSError as err:
@@ -246,10 +245,16 @@ def parse_overrides(pairs: list[str]) -> dict[str, Any]:
     return out
 
 
-def make_output_folder(out_dir: Path) -> Path:
-    """Create ``out_dir`` (and its parents); `ChapterError` (one line) where it cannot be a folder."""
+def refuse_a_file(out_dir: Path, what: str) -> None:
+    """`ChapterError` (one line) if ``--out`` names a file, not a folder for ``what``."""
     if out_dir.exists() and not out_dir.is_dir():
-        raise ChapterError(f"--out {out_dir} is a file: give a folder")
+        raise ChapterError(f"--out {out_dir} is a file: give a folder for {what}")
+
+
+def make_output_folder(out_dir: Path, what: str) -> Path:
+    """Create ``out_dir`` (and its parents) for ``what``; `ChapterError` (one line) where it cannot
+    be a folder."""
+    refuse_a_file(out_dir, what)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as err:
@@ -267,7 +272,7 @@ def write_runnables(selectors: list[str], out_dir: Path, profile: str = "quick")
     load_profile(profile)  # an unknown profile is refused before anything is written
     repository = published_repository()
     sources = [find_chapter(s) for s in selectors] or chapters()
-    out_dir = make_output_folder(Path(out_dir).resolve())
+    out_dir = make_output_folder(Path(out_dir).resolve(), "the runnable notebooks")
     for source in sources:
         try:
             print(write_runnable(source, out_dir / f"{source.stem}.ipynb", profile, repository))
