@@ -143,6 +143,13 @@ glue("floor_table", result.tables["floor"])
 # norm itself (the engine already takes, layer by layer, the cheaper of the Gram matrices
 # and the weight gradient), the rest is what hooks, bookkeeping and the embedding and head
 # pieces add.
+#
+# Is the target within reach of an exact norm at all? Counted rather than timed, the matrix
+# products the norm adds to the floor (the Gram matrices, the explicit weight gradients of
+# layers too wide for them, the head's pieces; `lm.floor.norm_multiply_adds`, which the
+# tests check against PyTorch's flop counter on the real passes) come, in forwards'
+# multiply-adds at these lengths (median over the questions), to {glue:md}`arithmetic_list`.
+# {glue:md}`arithmetic_verdict`
 
 # %%
 glue_figure("fig_floor", efficiency.figure_floor(result))

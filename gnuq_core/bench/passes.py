@@ -83,7 +83,7 @@ from gnuq_core.lm.baselines import p_true
 from gnuq_core.lm.clustering import EmbeddingClusterer, get_clusterer, minilm_dir
 from gnuq_core.lm.decoding import generate, sample_answers
 from gnuq_core.lm.entailment import EntailmentClusterer, random_nli_model
-from gnuq_core.lm.floor import activation_backward
+from gnuq_core.lm.floor import activation_backward, linear_input_groups, norm_multiply_adds
 
 __all__ = ["Pass", "make_passes", "time_questions", "clusterer_for", "nli_clusterer", "beyond_reference_questions",
            "REQUIRED", "ENGINE_PASSES", "DERIVED"]
@@ -306,7 +306,9 @@ def time_questions(subject: Subject, questions: list[Question], config: BenchCon
     repeat]}``, wall and process CPU), the gradient pass split into forward / backward /
     post (`clock.BackwardSplit`), and the lengths involved. A pass of ``config.timed_once`` runs in
     the first repeat only and its time is repeated for the others (``timed_once``); the
-    costs of :data:`DERIVED` are added per repeat (``derived``: how).
+    costs of :data:`DERIVED` are added per repeat (``derived``: how). ``multiply_adds``: the
+    matrix products of one forward and of the gradient pass's norm beyond its floor, counted
+    from the shapes (`gnuq_core.lm.floor.norm_multiply_adds`; nothing timed).
     """
     from tqdm.auto import tqdm
 
@@ -314,6 +316,7 @@ def time_questions(subject: Subject, questions: list[Question], config: BenchCon
     drop = set(config.skip) - set(REQUIRED)
     out = []
     warmed = False
+    layer_groups = linear_input_groups(subject.model)
     for q in tqdm(questions, desc=f"{subject.spec} timing", disable=not progress):
         prepare_question(subject, q, config, clusterer)
         passes = {k: v for k, v in make_passes(subject, q, config, clusterer).items() if k not in drop}
@@ -363,5 +366,6 @@ def time_questions(subject: Subject, questions: list[Question], config: BenchCon
                     "scaled": {k: f"{p.runs} of {p.calls} calls timed, × {p.scale:g}" for k, p in passes.items()
                                if p.scale != 1},
                     "nli_comparisons": q.nli_comparisons,
+                    "multiply_adds": norm_multiply_adds(subject.model, q.prompt_ids, q.answer_ids, groups=layer_groups),
                     "p_true_fewshot_tokens": _prompt_tokens(subject, q.p_true_fewshot_question)})
     return out

@@ -81,7 +81,9 @@ def floor_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
     floor (forward + backward into the activations, `gnuq_core.lm.floor.activation_backward`)
     ÷ forward, and how many forwards the gradient pass costs above the floor (paired per
     round, against issue 29's target), split into the ghost norms' Gram products (the floor
-    with the Gram matrices, ``backward_floor_grams``, minus the floor) and the rest."""
+    with the Gram matrices, ``backward_floor_grams``, minus the floor) and the rest, and what
+    the norm multiplies beyond the floor counted in forwards' multiply-adds (median over the
+    questions; with symmetric Gram products: the least an exact Gram-matrix norm computes)."""
     rows = []
     for spec, e in res["models"].items():
         r = e["summary"]["ratios"].get("gradient_over_forward")
@@ -104,6 +106,9 @@ def floor_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
                      **{col: e["summary"]["ratios"][key]["median"] if key in e["summary"]["ratios"] else float("nan")
                         for col, key in (("of it Gram products", "grams_above_floor_over_forward"),
                                          ("of it the rest", "gradient_above_grams_over_forward"))},
+                     **{col: e["summary"].get("arithmetic", {}).get(key, {}).get("median", float("nan"))
+                        for col, key in (("norm multiply-adds ÷ forward", "norm_over_forward"),
+                                         ("symmetric", "norm_symmetric_over_forward"))},
                      "above-floor verdict": ("met" if ta.get("met") else "missed") if ta else "",
                      "forward part (s)": sp["forward"]["median"], "backward part (s)": sp["backward"]["median"],
                      "post part (s)": sp["post"]["median"]})

@@ -215,8 +215,22 @@ def summarize_model(records: Sequence[dict[str, Any]], seed: int = 0, clock: str
     split = {k: summary([float(np.median(r["gradient_split"][k])) for r in records if r["gradient_split"][k]])
              for k in ("forward", "backward", "post")}
     return {"passes": passes, "costs": costs, "ratios": ratios, "speedup": speedup, "gradient_split": split,
-            "fastest_sampling_baseline": fastest, "fastest_reference_baseline": fastest_of("reference"),
+            "arithmetic": arithmetic(records), "fastest_sampling_baseline": fastest, "fastest_reference_baseline": fastest_of("reference"),
             "gap": gap_factors(us), "units": len(us), "questions": len(records)}
+
+
+def arithmetic(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """What the exact norm multiplies beyond the floor, in forwards, counted (not timed):
+    per question ``multiply_adds`` ``norm`` ÷ ``forward`` (and the same with symmetric Gram
+    products), their median, least and largest over the questions; empty for records made
+    before the count was recorded."""
+    counts = [r["multiply_adds"] for r in records if r.get("multiply_adds")]
+    out: dict[str, Any] = {}
+    for key in ("norm", "norm_symmetric"):
+        v = [c[key] / c["forward"] for c in counts]
+        if v:
+            out[f"{key}_over_forward"] = {"median": float(np.median(v)), "min": min(v), "max": max(v), "n": len(v)}
+    return out
 
 
 GAP_FACTORS = {

@@ -3,8 +3,11 @@
 The benchmark (`gnuq_core.bench`, pass ``backward_floor``) times `activation_backward` beside
 `gnuq_core.lm.gradient.forward_backward`, so the efficiency chapter can say how much of the
 gradient pass is the unavoidable forward + backward and how much the norms themselves cost.
+`norm_multiply_adds` counts, from the shapes, what the norms multiply beyond that floor and
+what one forward multiplies: the arithmetic any implementation of the same exact algorithm
+must do, beside the times the benchmark measures.
 (A module of its own, not part of `gnuq_core.lm.gradient`: that module's code keys the QA
-results store, and this function is a measurement aid, not part of the estimator.)
+results store, and these functions are measurement aids, not part of the estimator.)
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from gnuq_core.estimators.hooks import ghost_linear_sq_norms, hooked_sq_norms
 from gnuq_core.lm.anatomy import decoder_of, device_of, logit_transform, upcast
 from gnuq_core.lm.gradient import _ghost_layers
 
-__all__ = ["activation_backward", "ghost_layers_of"]
+__all__ = ["activation_backward", "ghost_layers_of", "linear_input_groups", "norm_multiply_adds"]
 
 
 def ghost_layers_of(model: Any, rows: int) -> dict[int, torch.nn.Linear]:
@@ -63,3 +66,75 @@ def activation_backward(model: Any, prompt_ids: Sequence[int], answer_ids: Seque
         log_p = torch.log_softmax(z, -1).gather(1, ids[0, n_p:, None]).sum()
         log_p.backward()
     return float(log_p.detach())
+
+
+def linear_input_groups(model: Any) -> list[list[torch.nn.Linear]]:
+    """The decoder's ``nn.Linear`` layers in call order, grouped by the input tensor they are
+    called on one after the other (q/k/v, gate/up): the layers whose ghost norms share one
+    input Gram matrix in `gnuq_core.estimators.hooks.ghost_linear_sq_norms`. Found by one
+    no-grad forward of two tokens with forward hooks."""
+    calls: list[tuple[torch.Tensor, torch.nn.Linear]] = []  # the inputs are kept: their ids stay unique
+    handles = [m.register_forward_hook(lambda mod, inputs, _out: calls.append((inputs[0], mod)))
+               for m in decoder_of(model).modules() if isinstance(m, torch.nn.Linear)]
+    try:
+        with torch.no_grad():
+            decoder_of(model)(input_ids=torch.zeros((1, 2), dtype=torch.long, device=device_of(model)),
+                              use_cache=False)
+    finally:
+        for h in handles:
+            h.remove()
+    groups: list[tuple[torch.Tensor, list[torch.nn.Linear]]] = []
+    for x, mod in calls:
+        if groups and groups[-1][0] is x:
+            groups[-1][1].append(mod)
+        else:
+            groups.append((x, [mod]))
+    return [mods for _, mods in groups]
+
+
+def norm_multiply_adds(model: Any, prompt_ids: Sequence[int], answer_ids: Sequence[int], *,
+                       groups: list[list[torch.nn.Linear]] | None = None) -> dict[str, int]:
+    """Multiply-adds in the matrix products of one answer's passes, counted from the shapes.
+
+    ``forward``: one no-grad forward as `gnuq_core.lm.gradient.answer_log_probs` runs it
+    (every linear layer over the T = prompt + answer rows, the attention scores and the
+    weighted values in full, the LM head over the A answer rows). ``norm``: what the gradient
+    pass over all parameters multiplies beyond its floor (`activation_backward`): the ghost
+    norms' Gram matrices (one T×T product per shared input, one per output gradient), the
+    explicit weight gradients of the layers it does not take the ghost way, and the LM-head
+    and embedding pieces (two A×A Gram matrices; with a tied head, the cross term).
+    ``norm_symmetric``: the same if every Gram matrix were formed as a symmetric product
+    (its upper triangle only), the least an exact Gram-matrix norm can multiply.
+    Elementwise work (norm weights, softmax) is not counted. ``groups``: from
+    `linear_input_groups` (computed here when omitted).
+    """
+    t, a = len(prompt_ids) + len(answer_ids), len(answer_ids)
+    sym = t * (t + 1) // 2
+    ghosted = ghost_layers_of(model, t)
+    forward = norm = norm_sym = 0
+    for mods in groups if groups is not None else linear_input_groups(model):
+        shared = any(id(m.weight) in ghosted for m in mods)
+        if shared:
+            norm += t * t * mods[0].in_features
+            norm_sym += sym * mods[0].in_features
+        for m in mods:
+            forward += t * m.in_features * m.out_features
+            if id(m.weight) in ghosted:
+                norm += t * t * m.out_features
+                norm_sym += sym * m.out_features
+            else:
+                norm += t * m.in_features * m.out_features
+                norm_sym += t * m.in_features * m.out_features
+    cfg = getattr(model, "config", None)
+    heads = getattr(cfg, "num_attention_heads", 0) or 0
+    head_dim = getattr(cfg, "head_dim", None) or (getattr(cfg, "hidden_size", 0) // heads if heads else 0)
+    forward += getattr(cfg, "num_hidden_layers", 0) * 2 * t * t * heads * head_dim  # QKᵀ and PV
+    head = model.get_output_embeddings()
+    vocab, width = head.out_features, head.in_features
+    forward += a * width * vocab
+    pieces = a * a * (vocab + width)  # the head's Gram matrices dz dzᵀ and H Hᵀ
+    pieces_sym = a * (a + 1) // 2 * (vocab + width)
+    if head.weight is model.get_input_embeddings().weight:  # the tied cross term: dz[:, tokens]ᵀ H
+        cross = len(set(prompt_ids) | set(answer_ids)) * a * width
+        pieces, pieces_sym = pieces + cross, pieces_sym + cross
+    return {"forward": forward, "norm": norm + pieces, "norm_symmetric": norm_sym + pieces_sym}

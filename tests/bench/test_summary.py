@@ -143,3 +143,13 @@ def test_gradient_above_floor_is_paired_per_round_and_judged() -> None:
     assert t["value"] == pytest.approx(0.25) and t["threshold"] == 0.15 and t["met"] is False
     no_floor = sm.summarize_model([_record({"forward": [0.1], "gradient": [0.2]})])
     assert "gradient_above_floor" not in sm.targets({"models": {"m": {"summary": no_floor}}})["m"]
+
+
+def test_arithmetic_is_the_counted_norm_over_the_counted_forward_per_question() -> None:
+    records = [{"multiply_adds": {"forward": 100, "norm": 20, "norm_symmetric": 11}},
+               {"multiply_adds": {"forward": 200, "norm": 30, "norm_symmetric": 16}},
+               {"multiply_adds": {"forward": 100, "norm": 40, "norm_symmetric": 21}}, {}]
+    out = sm.arithmetic(records)
+    assert out["norm_over_forward"] == {"median": 0.2, "min": 0.15, "max": 0.4, "n": 3}
+    assert out["norm_symmetric_over_forward"]["median"] == pytest.approx(0.11)
+    assert sm.arithmetic([{}]) == {}  # records made before the count: nothing, not zero

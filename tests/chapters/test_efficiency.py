@@ -72,6 +72,8 @@ def test_every_value_the_page_glues_is_computed(ran) -> None:
     assert v["target_above_floor"] == 0.15 and v["above_floor_n"] == 2 and 0 <= v["above_floor_n_met"] <= 2
     assert v["above_floor_list"].data.count("forwards above it (95% CI") == 2  # the floor is timed every round
     assert v["above_floor_list"].data.count("; the Gram products ") == 2  # and split by the floor with Grams
+    assert v["arithmetic_list"].data.count("with symmetric products") == 2  # the norm's multiply-adds, counted
+    assert v["arithmetic_verdict"].data.startswith("On ")
     for reading in ("reference", "optimised"):  # C8 under both readings
         assert v[f"c8_{reading}_lo"] <= v[f"c8_{reading}_value"] <= v[f"c8_{reading}_hi"]
         assert v[f"c8_{reading}_verdict"].data in claims.VERDICTS
@@ -112,6 +114,7 @@ def test_tables_bench_json_and_claim(ran) -> None:
     variants = repr(result.tables["variants"])
     assert "all parameters" in variants and "last decoder block" in variants and "÷ forward" in variants
     assert repr(result.tables["floor"]).splitlines()[0].split()[:5] == ["model", "gradient", "[95%", "CI]", "floor"]
+    assert "norm, counted (symmetric)" in repr(result.tables["floor"]) and "not counted" not in repr(result.tables["floor"])
     assert "P(True)" in repr(result.tables["costs"]) or "P(True)" in repr(result.tables["speedup"])
     assert "records / hour" in repr(result.tables["throughput"])
     res = json.loads((root / "out" / "07_efficiency.bench.json").read_text())
@@ -227,3 +230,19 @@ def test_bars_take_an_interval_whose_bound_passes_the_median() -> None:
     efficiency._bars(ax, res, ["k"], "ratios")
     efficiency._bars(ax, res, ["k"], "ratios", horizontal=True)
     plt.close(fig)
+
+
+def test_the_arithmetic_verdict_names_the_models_the_count_rules_out() -> None:
+    row = lambda m, n, sym: {"model": m, "norm multiply-adds ÷ forward": n, "symmetric": sym}  # noqa: E731
+    assert efficiency.arithmetic_verdict([], 0.15) == "No count was recorded in this build."
+    assert efficiency.arithmetic_verdict([row("a", 0.1, 0.05)], 0.15).startswith("On every model the count is within")
+    text = efficiency.arithmetic_verdict([row("a", 0.2, 0.1), row("b", 0.1, 0.05)], 0.15)
+    assert text.startswith("On `a` the count alone exceeds") and "`b`" not in text and "PyTorch has no symmetric" in text
+    text = efficiency.arithmetic_verdict([row("a", 0.4, 0.2), row("b", 0.2, 0.1)], 0.15)
+    assert "On `a`, `b` the count" in text and text.endswith("would still exceed it on `a`.")
+    assert "Timed within" not in text
+    timed = {**row("b", 0.16, 0.08), "above-floor verdict": "met", "above floor": 0.13, "above floor 95% CI": "[-0.02, 0.20]"}
+    text = efficiency.arithmetic_verdict([row("a", 0.17, 0.09), timed], 0.15)
+    assert "Timed within the target all the same, below its own count: `b` (0.13, 95% CI -0.02–0.20, which reaches" in text
+    text = efficiency.arithmetic_verdict([{**timed, "above floor 95% CI": "[0.05, 0.14]"}], 0.15)
+    assert "`b` (0.13, 95% CI 0.05–0.14)." in text

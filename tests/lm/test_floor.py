@@ -54,3 +54,47 @@ def test_floor_with_grams_forms_the_gradient_pass_s_ghost_norms_and_nothing_else
     assert {names[k]: v for k, v in sq.items()} == pytest.approx({names[k]: exact[names[k]] for k in sq}, rel=1e-9)
     activation_backward(m, PROMPT, ANSWER)
     assert formed[-1][0] == set()  # without the flag no Gram matrix is formed
+
+
+def _flops(fn) -> int:
+    """Floating-point operations of ``fn()`` by PyTorch's flop counter (matrix products and
+    attention; CPU flash attention counted as PyTorch counts it on other devices)."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
+
+    def cpu_flash(query_shape, key_shape, value_shape, *args, out_shape=None, **kwargs):
+        return sdpa_flop_count(query_shape, key_shape, value_shape)
+
+    with FlopCounterMode(display=False,
+                         custom_mapping={torch.ops.aten._scaled_dot_product_flash_attention_for_cpu: cpu_flash}) as fc:
+        fn()
+    return fc.get_total_flops()
+
+
+@pytest.mark.parametrize("make", [lambda: tiny_llama(tied=True), lambda: tiny_llama(tied=False),
+                                  lambda: tiny_gemma(seed=3)], ids=["llama-tied", "llama-untied", "gemma"])
+@pytest.mark.parametrize("prompt", [PROMPT, list(range(3, 40)) + [3, 3]], ids=["short", "long"])
+def test_counted_multiply_adds_are_what_the_passes_multiply(make, prompt) -> None:
+    """The count from the shapes equals PyTorch's flop counter (2 flops per multiply-add) on
+    the real passes: one forward, and the gradient pass minus the floor. The long prompt
+    takes some layers the explicit way (the count follows the engine's choice)."""
+    m = make()
+    n = floor.norm_multiply_adds(m, prompt, ANSWER)
+    assert 2 * n["forward"] == _flops(lambda: answer_log_probs(m, prompt, ANSWER))
+    floor_flops = _flops(lambda: activation_backward(m, prompt, ANSWER))
+    assert 2 * n["norm"] == _flops(lambda: forward_backward(m, prompt, ANSWER)) - floor_flops
+    # symmetric: every Gram matrix's T(T+1)/2 entries instead of T², the rest unchanged
+    t, a = len(prompt) + len(ANSWER), len(ANSWER)
+    grams = (_flops(lambda: activation_backward(m, prompt, ANSWER, with_grams=True)) - floor_flops) // 2
+    head = m.get_output_embeddings()
+    saved = grams - grams // (t * t) * (t * (t + 1) // 2) + (a * a - a * (a + 1) // 2) * (head.in_features + head.out_features)
+    assert n["norm_symmetric"] == n["norm"] - saved
+    assert (0 < grams and n["norm_symmetric"] < n["norm"]) == (len(ghost_layers_of(m, t)) > 0)
+
+
+def test_linear_input_groups_share_the_attention_and_mlp_inputs() -> None:
+    m = tiny_llama(tied=True)
+    sizes = [len(g) for g in floor.linear_input_groups(m)]
+    assert sizes == [3, 1, 2, 1] * m.config.num_hidden_layers  # q/k/v, o, gate/up, down
+    groups = floor.linear_input_groups(m)
+    assert floor.norm_multiply_adds(m, PROMPT, ANSWER, groups=groups) == floor.norm_multiply_adds(m, PROMPT, ANSWER)
