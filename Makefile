@@ -90,7 +90,7 @@ book: chapters
 	$(MAKE) --no-print-directory html
 
 test: setup
-	$(PY) -m pytest
+	$(PY) -m pytest --durations=25
 
 # BENCH_ARGS: e.g. --quick (a few minutes), --no-throughput, --models smollm2-135m-instruct
 bench: setup

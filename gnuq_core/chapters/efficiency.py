@@ -238,8 +238,7 @@ def _overview(res: dict[str, Any], out: Result) -> None:
 
 def floor_table(rows: list[dict[str, Any]]) -> book.Table:
     """The page's floor table from `gnuq_core.bench.report.floor_rows`: each ratio with its
-    interval in one column, the excess over the floor with its split, the norm's multiply-adds
-    beyond the floor counted in forwards (with symmetric Gram products), both targets' verdicts
+    interval in one column, the excess over the floor with its split, both targets' verdicts
     in one column (the rounds are in the text; the forward, backward and post parts of the
     timing stay in the benchmark report)."""
     def f2(v: float) -> str:
@@ -252,8 +251,6 @@ def floor_table(rows: list[dict[str, Any]]) -> book.Table:
                                  if np.isfinite(r["above floor"]) else "not measured"),
         "of it: Gram products + rest": (f"{r['of it Gram products']:.2f} + {r['of it the rest']:.2f}"
                                         if np.isfinite(r["of it Gram products"]) else "not measured"),
-        "norm, counted (symmetric)": (f"{r['norm multiply-adds ÷ forward']:.2f} ({r['symmetric']:.2f})"
-                                      if np.isfinite(r.get("norm multiply-adds ÷ forward", np.nan)) else "not counted"),
         f"≤ {r['target ≤']} / ≤ floor + {r['above-floor target ≤']}":
             f"{r['verdict'] or '—'} / {r['above-floor verdict'] or '—'}"} for r in rows])
 
@@ -277,7 +274,8 @@ def arithmetic_verdict(counted: list[dict[str, Any]], target: float) -> str:
     if timed_within:
         text += "Timed within the target all the same, below its own count: " + "; ".join(
             f"`{r['model']}` ({r['above floor']:.2f}, 95% CI {r['above floor 95% CI'][1:-1].replace(', ', '–')}"
-            f"{', which reaches the count' if _upper(r['above floor 95% CI']) >= r['norm multiply-adds ÷ forward'] else ''})"
+            f"{', which reaches the count' if _upper(r['above floor 95% CI']) >= r['norm multiply-adds ÷ forward'] else ''}"
+            f"{'; below the floor itself, where no pass can run: timing noise' if r['above floor'] < 0 else ''})"
             for r in timed_within) + ". "
     if sym_over:
         return text + (f"Symmetric products (the upper triangle of each Gram matrix only) would still exceed it on "
@@ -310,8 +308,8 @@ def _floor(res: dict[str, Any], out: Result) -> None:
             for r in above) or "not measured in this build"),
         above_floor_n_met=sum(r["above-floor verdict"] == "met" for r in above), above_floor_n=len(above),
         arithmetic_list=Markdown("; ".join(
-            f"`{r['model']}` {r['norm multiply-adds ÷ forward']:.2f} forwards "
-            f"({r['symmetric']:.2f} with symmetric products)"
+            f"`{r['model']}` {r['norm multiply-adds ÷ forward']:.3f} forwards "
+            f"({r['symmetric']:.3f} with symmetric products)"
             for r in counted) or "not counted in this build"),
         arithmetic_verdict=Markdown(arithmetic_verdict(counted, bench_config.TARGET_ABOVE_FLOOR)),
         floor_bound_list=Markdown("; ".join(
