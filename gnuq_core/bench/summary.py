@@ -215,7 +215,8 @@ def summarize_model(records: Sequence[dict[str, Any]], seed: int = 0, clock: str
     split = {k: summary([float(np.median(r["gradient_split"][k])) for r in records if r["gradient_split"][k]])
              for k in ("forward", "backward", "post")}
     return {"passes": passes, "costs": costs, "ratios": ratios, "speedup": speedup, "gradient_split": split,
-            "arithmetic": arithmetic(records), "fastest_sampling_baseline": fastest, "fastest_reference_baseline": fastest_of("reference"),
+            "arithmetic": arithmetic(records), "fastest_sampling_baseline": fastest,
+            "fastest_reference_baseline": fastest_of("reference"),
             "gap": gap_factors(us), "units": len(us), "questions": len(records)}
 
 
