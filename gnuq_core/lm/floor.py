@@ -109,22 +109,18 @@ def norm_multiply_adds(model: Any, prompt_ids: Sequence[int], answer_ids: Sequen
     `linear_input_groups` (computed here when omitted).
     """
     t, a = len(prompt_ids) + len(answer_ids), len(answer_ids)
-    sym = t * (t + 1) // 2
     ghosted = ghost_layers_of(model, t)
-    forward = norm = norm_sym = 0
+    forward = plain = 0  # plain: products that a symmetric form would not halve (weight gradients, cross term)
+    gram_width = 0  # summed widths of the T×T Gram matrices: each costs T² (symmetric: T(T+1)/2) per unit
     for mods in groups if groups is not None else linear_input_groups(model):
-        shared = any(id(m.weight) in ghosted for m in mods)
-        if shared:
-            norm += t * t * mods[0].in_features
-            norm_sym += sym * mods[0].in_features
+        if any(id(m.weight) in ghosted for m in mods):
+            gram_width += mods[0].in_features  # one input Gram for the whole group
         for m in mods:
             forward += t * m.in_features * m.out_features
             if id(m.weight) in ghosted:
-                norm += t * t * m.out_features
-                norm_sym += sym * m.out_features
+                gram_width += m.out_features
             else:
-                norm += t * m.in_features * m.out_features
-                norm_sym += t * m.in_features * m.out_features
+                plain += t * m.in_features * m.out_features
     cfg = getattr(model, "config", None)
     heads = getattr(cfg, "num_attention_heads", 0) or 0
     head_dim = getattr(cfg, "head_dim", None) or (getattr(cfg, "hidden_size", 0) // heads if heads else 0)
@@ -132,9 +128,8 @@ def norm_multiply_adds(model: Any, prompt_ids: Sequence[int], answer_ids: Sequen
     head = model.get_output_embeddings()
     vocab, width = head.out_features, head.in_features
     forward += a * width * vocab
-    pieces = a * a * (vocab + width)  # the head's Gram matrices dz dzᵀ and H Hᵀ
-    pieces_sym = a * (a + 1) // 2 * (vocab + width)
+    head_width = vocab + width  # the head's A×A Gram matrices dz dzᵀ and H Hᵀ
     if head.weight is model.get_input_embeddings().weight:  # the tied cross term: dz[:, tokens]ᵀ H
-        cross = len(set(prompt_ids) | set(answer_ids)) * a * width
-        pieces, pieces_sym = pieces + cross, pieces_sym + cross
-    return {"forward": forward, "norm": norm + pieces, "norm_symmetric": norm_sym + pieces_sym}
+        plain += len(set(prompt_ids) | set(answer_ids)) * a * width
+    return {"forward": forward, "norm": t * t * gram_width + a * a * head_width + plain,
+            "norm_symmetric": t * (t + 1) // 2 * gram_width + a * (a + 1) // 2 * head_width + plain}

@@ -94,7 +94,6 @@ def test_counted_multiply_adds_are_what_the_passes_multiply(make, prompt) -> Non
 
 def test_linear_input_groups_share_the_attention_and_mlp_inputs() -> None:
     m = tiny_llama(tied=True)
-    sizes = [len(g) for g in floor.linear_input_groups(m)]
-    assert sizes == [3, 1, 2, 1] * m.config.num_hidden_layers  # q/k/v, o, gate/up, down
     groups = floor.linear_input_groups(m)
+    assert [len(g) for g in groups] == [3, 1, 2, 1] * m.config.num_hidden_layers  # q/k/v, o, gate/up, down
     assert floor.norm_multiply_adds(m, PROMPT, ANSWER, groups=groups) == floor.norm_multiply_adds(m, PROMPT, ANSWER)
