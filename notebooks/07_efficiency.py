@@ -150,6 +150,8 @@ glue("floor_table", result.tables["floor"])
 # tests check against PyTorch's flop counter on the real passes) come, in forwards'
 # multiply-adds at these lengths (median over the questions), to {glue:md}`arithmetic_list`.
 # {glue:md}`arithmetic_verdict`
+#
+# {glue:md}`gram_kernel_verdict`
 
 # %%
 glue_figure("fig_floor", efficiency.figure_floor(result))

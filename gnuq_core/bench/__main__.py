@@ -50,6 +50,8 @@ def _parser(prog: str = "gnuq bench") -> argparse.ArgumentParser:
     p.add_argument("--ladder", nargs="*", type=ladder_pair, default=[[h, n] for h, n in d.ladder], help="HIDDENxLAYERS ...")
     p.add_argument("--no-memory", action="store_true")
     p.add_argument("--no-profile", action="store_true")
+    p.add_argument("--gram-repeats", type=flag(Rule(minimum=0, maximum=MAX_SIZE, integer=True)), default=d.gram_repeats,
+                   help="rounds of the full against symmetric Gram-product timing (default 10; 0: skip)")
     p.add_argument("--no-throughput", action="store_true", help="skip the records/hour runs")
     p.add_argument("--throughput-questions", type=flag(Rule(minimum=0, maximum=MAX_SIZE, integer=True)), default=0,
                    help="questions per dataset for records/hour (default 0: as --questions)")
@@ -138,7 +140,7 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
                       clusterer=args.clusterer, answer_lengths=list(args.answer_lengths),
                       prompt_lengths=list(args.prompt_lengths), sweep_repeats=args.sweep_repeats,
                       ladder=[list(x) for x in args.ladder], memory=not args.no_memory,
-                      profile=not args.no_profile, skip=list(args.skip), throughput=not args.no_throughput,
+                      profile=not args.no_profile, gram_repeats=args.gram_repeats, skip=list(args.skip), throughput=not args.no_throughput,
                       throughput_questions=args.throughput_questions,
                       layouts=[list(x) for x in args.layouts], qa_n_samples=args.qa_samples,
                       qa_max_new_tokens=args.qa_max_new_tokens, device=args.device, dtype=args.dtype,
@@ -151,6 +153,7 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
         cfg.n_questions, cfg.repeats, cfg.sweep_repeats = 1, 1, 1
         cfg.answer_lengths, cfg.prompt_lengths, cfg.ladder, cfg.memory = [4, 16, 64], [32, 128, 256], [], False
         cfg.skip = sorted(set(cfg.skip) | {"reference"})
+        cfg.gram_repeats = min(cfg.gram_repeats, 3)
         cfg.batch_sizes, cfg.batch_pairs, cfg.batch_repeats = [1, 4, 16], 16, 1
     if args.tiny:
         cfg.models = ["random:tiny", "tiny-llama"] if cfg.models == BenchConfig().models else cfg.models

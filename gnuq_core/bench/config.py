@@ -78,6 +78,9 @@ class BenchConfig:
     memory_repeats : int
     profile : bool
         Record a torch.profiler table of one gradient-norm pass per model.
+    gram_repeats : int
+        Rounds of the Gram-kernel timing (`gnuq_core.bench.grams`: full against symmetric
+        products, on the median-length question; 0: skip).
     skip : list[str]
         Timed passes to leave out (e.g. ``["reference"]`` to save time; the estimator, the
         floor and the baselines cannot be skipped).
@@ -149,6 +152,7 @@ class BenchConfig:
     memory: bool = True
     memory_repeats: int = 2
     profile: bool = True
+    gram_repeats: int = 10
     skip: list[str] = field(default_factory=list)
     throughput: bool = True
     throughput_questions: int = 0
@@ -196,5 +200,7 @@ class BenchConfig:
         if any(int(b) < 1 for b in self.batch_sizes) or self.batch_pairs < 1 or self.batch_repeats < 1:
             raise ValueError(f"batch_sizes={self.batch_sizes}, batch_pairs={self.batch_pairs}, batch_repeats="
                              f"{self.batch_repeats}: each must be ≥ 1")
+        if self.gram_repeats < 0:
+            raise ValueError(f"gram_repeats={self.gram_repeats}: use 0 (skip the Gram-kernel timing) or more rounds")
         if self.n_questions < 1:
             raise ValueError(f"n_questions={self.n_questions}: time at least one question per dataset")

@@ -12,7 +12,7 @@ import numpy as np
 
 from gnuq_core.bench.summary import TARGET_CAMPAIGN_HOURS, method_costs
 
-__all__ = ["baseline_name", "batching_rows", "gap_rows", "pass_rows", "cost_rows", "variant_rows", "floor_rows", "speedup_rows", "throughput_rows", "campaign_rows",
+__all__ = ["baseline_name", "batching_rows", "gap_rows", "pass_rows", "cost_rows", "variant_rows", "floor_rows", "gram_rows", "speedup_rows", "throughput_rows", "campaign_rows",
            "memory_rows", "section_rows", "format_table", "SHARE_PASSES"]
 
 SHARE_PASSES = ("generate", "sample", "gradient", "p_true", "cluster")
@@ -112,6 +112,28 @@ def floor_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
                      "above-floor verdict": ("met" if ta.get("met") else "missed") if ta else "",
                      "forward part (s)": sp["forward"]["median"], "backward part (s)": sp["backward"]["median"],
                      "post part (s)": sp["post"]["median"]})
+    return rows
+
+
+def gram_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per model timed with `gnuq_core.bench.grams`: the full Gram products of one gradient
+    pass ÷ one no-grad forward of the same question (its median-length one, T rows), and the
+    fastest symmetric kernel's time ÷ the full products' (each median and 95% interval over
+    rounds), beside the fraction of the multiply-adds it would ideally take."""
+    rows = []
+    for spec, e in res["models"].items():
+        g = e.get("grams")
+        if not g or not g["kernels"]:
+            continue
+        full, best = g["kernels"]["full"], g["kernels"].get(g.get("best") or "", None)
+        ci = lambda r: f"[{r['ci'][0]:.2f}, {r['ci'][1]:.2f}]"  # noqa: E731
+        rows.append({"model": spec, "rows T": g["rows"], "Gram products ÷ forward": full["over_forward"]["median"],
+                     "95% CI": ci(full["over_forward"]), "rounds": g["repeats"],
+                     "symmetric kernels": ", ".join(k for k in g["kernels"] if k != "full"),
+                     "fastest symmetric kernel": g.get("best") or "none",
+                     "its time ÷ full": best["ratio"]["median"] if best else float("nan"),
+                     "its 95% CI": ci(best["ratio"]) if best else "",
+                     "ideal": best["ideal"] if best else float("nan")})
     return rows
 
 
@@ -231,6 +253,7 @@ def format_table(res: dict[str, Any]) -> str:
     for title, rows in (("Timed passes (engine functions), seconds per round", pass_rows(res)),
                         ("Method costs without the shared generation, seconds", cost_rows(res)),
                         ("Gradient pass ÷ one no-grad forward (answer-position head)", floor_rows(res)),
+                        ("The Gram products alone, full and symmetric (median-length question)", gram_rows(res)),
                         ("Speed-up of the estimator over each baseline", speedup_rows(res)),
                         (("Records per hour of the whole QA pipeline (N = "
                           f"{cfg.get('qa_n_samples')}, cap {cfg.get('qa_max_new_tokens')} tokens, T = "

@@ -4,7 +4,8 @@ Per model: the timed passes (`gnuq_core.bench.passes`) on a fixed set of questio
 summaries (`gnuq_core.bench.summary`), answers per second against batch size
 (`gnuq_core.bench.batching`), cost against length and the answer-length factor of the
 speed-up (`gnuq_core.bench.scaling`),
-a profiler table (`gnuq_core.bench.profiler`), records per hour of the whole QA pipeline
+a profiler table (`gnuq_core.bench.profiler`), full against symmetric Gram products
+(`gnuq_core.bench.grams`), records per hour of the whole QA pipeline
 (`gnuq_core.bench.throughput`); then peak memory (`gnuq_core.bench.memory`, a separate
 process on CPU), the size ladder, the full-study estimate and the targets. ``section_seconds``
 records the wall time of each part (per model and overall), so that a run that takes too
@@ -29,6 +30,7 @@ import numpy as np
 from gnuq_core.bench import clock
 from gnuq_core.bench.batching import batch_throughput
 from gnuq_core.bench.config import SCHEMA, BenchConfig
+from gnuq_core.bench.grams import gram_kernels
 from gnuq_core.bench.memory import memory_profiles
 from gnuq_core.bench.passes import beyond_reference_questions, clusterer_for, time_questions
 from gnuq_core.bench.profiler import profile_ops
@@ -125,6 +127,11 @@ def _model_entry(sub: Subject, qs: list[Question], config: BenchConfig, clustere
     if config.profile:
         with part("profile"):
             entry["profile"] = profile_ops(sub, rep)
+    if config.gram_repeats:
+        say(f"[bench] {sub.spec}: Gram kernels")
+        with part("Gram kernels"):
+            entry["grams"] = gram_kernels(sub.model, rep.prompt_ids, rep.answer_ids, repeats=config.gram_repeats,
+                                          device=sub.device, seed=config.seed)
     return entry
 
 

@@ -273,7 +273,7 @@ def arithmetic_verdict(counted: list[dict[str, Any]], target: float) -> str:
     timed_within = [r for r in over if r.get("above-floor verdict") == "met"]
     if timed_within:
         text += "Timed within the target all the same, below its own count: " + "; ".join(
-            f"`{r['model']}` ({r['above floor']:.2f}, 95% CI {r['above floor 95% CI'][1:-1].replace(', ', '–')}"
+            f"`{r['model']}` ({r['above floor']:.2f}, 95% CI {_dash(r['above floor 95% CI'])}"
             f"{', which reaches the count' if _upper(r['above floor 95% CI']) >= r['norm multiply-adds ÷ forward'] else ''}"
             f"{'; below the floor itself, where no pass can run: timing noise' if r['above floor'] < 0 else ''})"
             for r in timed_within) + ". "
@@ -281,7 +281,58 @@ def arithmetic_verdict(counted: list[dict[str, Any]], target: float) -> str:
         return text + (f"Symmetric products (the upper triangle of each Gram matrix only) would still exceed it on "
                        f"{names(sym_over)}.")
     return text + ("Symmetric products (the upper triangle of each Gram matrix only) would bring the count within "
-                   "it, but PyTorch has no symmetric matrix product: the engine forms each Gram matrix in full.")
+                   "it, if they ran as fast per multiply-add as the full ones (timed below).")
+
+
+def gram_kernel_verdict(rows: list[dict[str, Any]], target: float) -> str:
+    """What the timed Gram kernels (rows of `gnuq_core.bench.report.gram_rows`) say, as a
+    sentence for the page: the full products alone against the above-floor target, and
+    whether a symmetric kernel is faster here than the full product."""
+    if not rows:
+        return "The Gram products were not timed on their own in this build."
+    names = lambda rs: ", ".join(f"`{r['model']}`" for r in rs)  # noqa: E731
+    over = [r for r in rows if _lower(r["95% CI"]) > target]
+    text = ("Timed on their own beside a forward of the same question (its median-length one), the full Gram "
+            "products of one pass cost " + "; ".join(
+                f"`{r['model']}` {r['Gram products ÷ forward']:.2f} forwards (95% CI {_dash(r['95% CI'])}, "
+                f"T = {r['rows T']})" for r in rows) + ". ")
+    if over:
+        text += (f"On {names(over)} that alone is above the target of {target:.2f}: no pass that forms these Gram "
+                 "matrices in full can meet it there, whatever its hooks cost. ")
+    faster = [r for r in rows if _upper(r["its 95% CI"]) < 1]
+    kernels = "; ".join(f"`{r['model']}` {r['fastest symmetric kernel']} {r['its time ÷ full']:.2f} of the full "
+                        f"products' time (95% CI {_dash(r['its 95% CI'])}; its multiply-adds {r['ideal']:.2f})"
+                        for r in rows)
+    if faster:
+        return text + (f"The fastest symmetric kernel here is faster than the full product on {names(faster)}: "
+                       f"{kernels}. Forming only the triangle would save time there.")
+    timed = {k for r in rows for k in r["symmetric kernels"].split(", ") if k}
+    blocks = sorted(int(k[len("blocks"):]) for k in timed if k.startswith("blocks"))
+    legend = [f"the lower triangle in {_or(blocks)} row blocks"] if blocks else []
+    legend += ["BLAS `syrk`, timed on one thread only"] if "syrk" in timed else []
+    legend = "; ".join(legend)
+    return text + (f"No symmetric kernel timed here ({legend}) is faster than the full product at these lengths, "
+                   f"where small products run far from the machine's peak: {kernels}. The halving the count "
+                   "promises is not to be had on this machine.")
+
+
+def _or(numbers: list[int]) -> str:
+    """``[2, 3, 4]`` as ``"2, 3 or 4"``."""
+    words = [str(n) for n in numbers]
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+
+
+def _dash(interval: str) -> str:
+    """``"[lo, hi]"`` as ``"lo–hi"``."""
+    return interval[1:-1].replace(", ", "–")
+
+
+def _lower(interval: str) -> float:
+    """The lower bound of an interval written ``"[lo, hi]"`` (nan if it is not one)."""
+    try:
+        return float(interval.strip("[]").split(",")[0])
+    except (IndexError, ValueError):
+        return float("nan")
 
 
 def _upper(interval: str) -> float:
@@ -302,7 +353,7 @@ def _floor(res: dict[str, Any], out: Result) -> None:
         target_ratio=bench_config.TARGET_GRAD_OVER_FORWARD, target_above_floor=bench_config.TARGET_ABOVE_FLOOR,
         above_floor_list=Markdown("; ".join(
             f"`{r['model']}` {r['above floor']:.2f} forwards above it (95% CI "
-            f"{r['above floor 95% CI'][1:-1].replace(', ', '–')}; target {r['above-floor verdict']}"
+            f"{_dash(r['above floor 95% CI'])}; target {r['above-floor verdict']}"
             + (f"; the Gram products {r['of it Gram products']:.2f}, the rest {r['of it the rest']:.2f}"
                if np.isfinite(r["of it Gram products"]) else "") + ")"
             for r in above) or "not measured in this build"),
@@ -312,11 +363,12 @@ def _floor(res: dict[str, Any], out: Result) -> None:
             f"({r['symmetric']:.3f} with symmetric products)"
             for r in counted) or "not counted in this build"),
         arithmetic_verdict=Markdown(arithmetic_verdict(counted, bench_config.TARGET_ABOVE_FLOOR)),
+        gram_kernel_verdict=Markdown(gram_kernel_verdict(report.gram_rows(res), bench_config.TARGET_ABOVE_FLOOR)),
         floor_bound_list=Markdown("; ".join(
             f"`{r['model']}` {r['floor ÷ forward']:.2f} forwards"
             for r in floor if np.isfinite(r["floor ÷ forward"])) or "not measured in this build"),
         floor_list=Markdown("; ".join(
-            f"`{r['model']}` {r['gradient ÷ forward']:.2f}× (95% CI {r['95% CI'][1:-1].replace(', ', '–')}, "
+            f"`{r['model']}` {r['gradient ÷ forward']:.2f}× (95% CI {_dash(r['95% CI'])}, "
             f"{r['rounds']} rounds; {r['verdict']})" for r in floor)),
         floor_n_met=sum(r["verdict"] == "met" for r in floor), floor_n=len(floor),
         floor_ratio_0=floor[0]["gradient ÷ forward"], floor_model_0=Markdown(f"`{floor[0]['model']}`"))

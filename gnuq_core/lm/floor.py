@@ -5,16 +5,19 @@ The benchmark (`gnuq_core.bench`, pass ``backward_floor``) times `activation_bac
 gradient pass is the unavoidable forward + backward and how much the norms themselves cost.
 `norm_multiply_adds` counts, from the shapes, what the norms multiply beyond that floor and
 what one forward multiplies: the arithmetic any implementation of the same exact algorithm
-must do, beside the times the benchmark measures.
+must do, beside the times the benchmark measures; `gram_products` are the ways to form a
+Gram matrix (in full, as the engine does, and symmetric) whose times the benchmark compares.
 (A module of its own, not part of `gnuq_core.lm.gradient`: that module's code keys the QA
 results store, and these functions are measurement aids, not part of the estimator.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 
 from gnuq_core.estimators.core import unique_params
@@ -22,7 +25,7 @@ from gnuq_core.estimators.hooks import ghost_linear_sq_norms, hooked_sq_norms
 from gnuq_core.lm.anatomy import decoder_of, device_of, logit_transform, upcast
 from gnuq_core.lm.gradient import _ghost_layers
 
-__all__ = ["activation_backward", "ghost_layers_of", "linear_input_groups", "norm_multiply_adds"]
+__all__ = ["GRAM_BLOCKS", "activation_backward", "ghost_layers_of", "gram_products", "gram_widths", "linear_input_groups", "norm_multiply_adds"]
 
 
 def ghost_layers_of(model: Any, rows: int) -> dict[int, torch.nn.Linear]:
@@ -92,6 +95,58 @@ def linear_input_groups(model: Any) -> list[list[torch.nn.Linear]]:
     return [mods for _, mods in groups]
 
 
+def gram_widths(model: Any, rows: int, *, groups: list[list[torch.nn.Linear]] | None = None) -> Counter[int]:
+    """``{width: how many}`` of the T×T Gram matrices the gradient pass forms for a sequence
+    of ``rows`` tokens: one of the input per group of layers sharing it (`linear_input_groups`)
+    with a layer taken the ghost way, one of the output gradient per such layer (the
+    embedding and head pieces, A×A, apart)."""
+    ghosted = ghost_layers_of(model, rows)
+    widths: Counter[int] = Counter()
+    for mods in groups if groups is not None else linear_input_groups(model):
+        if any(id(m.weight) in ghosted for m in mods):
+            widths[mods[0].in_features] += 1  # one input Gram for the whole group
+        widths.update(m.out_features for m in mods if id(m.weight) in ghosted)
+    return widths
+
+
+GRAM_BLOCKS = (2, 3, 4)
+"""Row-block counts of the lower-triangular Gram products (`gram_products`)."""
+
+
+def _triangle_in_blocks(b: int) -> Callable[[torch.Tensor], list[torch.Tensor]]:
+    def gram(x: torch.Tensor) -> list[torch.Tensor]:
+        ends = [round(len(x) * (i + 1) / b) for i in range(b)]
+        starts = [0, *ends[:-1]]
+        return [x[s:e] @ x[:e].T for s, e in zip(starts, ends)]
+
+    return gram
+
+
+def _syrk(x: torch.Tensor) -> Any:
+    from scipy.linalg import blas
+
+    a = x.numpy()
+    return (blas.dsyrk if a.dtype == np.float64 else blas.ssyrk)(1.0, a)
+
+
+def gram_products(device: str, threads: int = 1) -> dict[str, tuple[Callable[[torch.Tensor], Any], float]]:
+    """Ways to form the Gram matrix ``X Xᵀ`` of T×d rows: ``{name: (kernel, its multiply-adds ÷
+    the full product's)}`` (timed side by side by `gnuq_core.bench.grams`).
+
+    ``full``: ``x @ x.T``, as `gnuq_core.estimators.hooks.ghost_linear_sq_norms` forms it.
+    ``blocks<b>``: the lower triangle in ``b`` row blocks, each block times the rows up to
+    its end, ``(b + 1) / 2b`` of the multiply-adds. ``syrk``: BLAS ``?syrk`` through SciPy,
+    the upper triangle, half of them; only on the CPU with torch on one thread (with more,
+    SciPy's OpenBLAS threads keep spinning after each call and take the cores from torch's:
+    every other product ran up to ten times slower here).
+    """
+    out: dict[str, tuple[Callable[[torch.Tensor], Any], float]] = {"full": (lambda x: x @ x.T, 1.0)}
+    out.update({f"blocks{b}": (_triangle_in_blocks(b), (b + 1) / (2 * b)) for b in GRAM_BLOCKS})
+    if device == "cpu" and threads == 1:
+        out["syrk"] = (_syrk, 0.5)
+    return out
+
+
 def norm_multiply_adds(model: Any, prompt_ids: Sequence[int], answer_ids: Sequence[int], *,
                        groups: list[list[torch.nn.Linear]] | None = None) -> dict[str, int]:
     """Multiply-adds in the matrix products of one answer's passes, counted from the shapes.
@@ -109,18 +164,16 @@ def norm_multiply_adds(model: Any, prompt_ids: Sequence[int], answer_ids: Sequen
     `linear_input_groups` (computed here when omitted).
     """
     t, a = len(prompt_ids) + len(answer_ids), len(answer_ids)
+    groups = groups if groups is not None else linear_input_groups(model)
     ghosted = ghost_layers_of(model, t)
     forward = plain = 0  # plain: products that a symmetric form would not halve (weight gradients, cross term)
-    gram_width = 0  # summed widths of the T×T Gram matrices: each costs T² (symmetric: T(T+1)/2) per unit
-    for mods in groups if groups is not None else linear_input_groups(model):
-        if any(id(m.weight) in ghosted for m in mods):
-            gram_width += mods[0].in_features  # one input Gram for the whole group
+    for mods in groups:
         for m in mods:
             forward += t * m.in_features * m.out_features
-            if id(m.weight) in ghosted:
-                gram_width += m.out_features
-            else:
+            if id(m.weight) not in ghosted:
                 plain += t * m.in_features * m.out_features
+    # summed widths of the T×T Gram matrices: each costs T² (symmetric: T(T+1)/2) per unit
+    gram_width = sum(width * n for width, n in gram_widths(model, t, groups=groups).items())
     cfg = getattr(model, "config", None)
     heads = getattr(cfg, "num_attention_heads", 0) or 0
     head_dim = getattr(cfg, "head_dim", None) or (getattr(cfg, "hidden_size", 0) // heads if heads else 0)

@@ -29,7 +29,7 @@ def results(data_dir: str) -> dict:
                       clusterer="exact", synthetic_prompt=(10, 20), synthetic_answer=4, answer_lengths=[2, 4],
                       prompt_lengths=[8, 16], sweep_repeats=1, ladder=[[32, 1]], ladder_repeats=1, memory=False,
                       profile=True, qa_n_samples=2, qa_max_new_tokens=3, threads=1, nli_architecture="tiny",
-                      p_true_shots=2, batch_sizes=[1, 2], batch_pairs=3)
+                      p_true_shots=2, batch_sizes=[1, 2], batch_pairs=3, gram_repeats=2)
     return run(cfg, data_dir=data_dir, progress=False)
 
 
@@ -45,6 +45,9 @@ def test_results_structure(results: dict) -> None:
     assert [r["batch_size"] for r in e["batching"]] == [1, 2] and all(r["pairs"] == 3 for r in e["batching"])
     assert e["batching"][0]["speedup_over_1"] == 1.0 and e["batching"][1]["answers_per_second"] > 0
     assert results["machine"]["device"] == "cpu" and "commit" in results["git"]
+    timed = {spec: m["grams"] for spec, m in results["models"].items() if m["grams"]["kernels"]}
+    assert all(g["repeats"] == 2 and g["kernels"]["full"]["ratio"]["median"] == 1.0 for g in timed.values())
+    assert [r["model"] for r in report.gram_rows(results)] == list(timed)  # none where no layer is ghosted
     json.dumps(results, default=float)  # JSON-ready
 
 
@@ -98,7 +101,7 @@ def test_cli_quick_shrinks_the_run() -> None:
     cfg = config_from_args(_parser().parse_args(["--quick"]))
     assert cfg.n_questions == 1 and cfg.repeats == 1 and not cfg.ladder and not cfg.memory
     assert cfg.throughput and cfg.qa_n_samples == 10 and cfg.qa_max_new_tokens == 32  # study settings kept
-    assert "reference" in cfg.skip
+    assert "reference" in cfg.skip and cfg.gram_repeats == 3
 
 
 def test_cli_bad_option_is_one_line(capsys: pytest.CaptureFixture) -> None:
@@ -127,7 +130,7 @@ def test_the_run_records_where_its_wall_time_went(results: dict) -> None:
     parts = results["section_seconds"]
     for spec in ("random:tiny", "tiny-llama"):
         assert {f"{spec}: loading", f"{spec}: timed passes (inputs prepared untimed)", f"{spec}: sweeps",
-                f"{spec}: profile"} <= set(parts)
+                f"{spec}: profile", f"{spec}: Gram kernels"} <= set(parts)
     assert "tiny-llama: records per hour" in parts and "random:tiny: records per hour" not in parts
     assert "size ladder" in parts and "memory" not in parts  # memory=False in this run
     assert 0 < sum(parts.values()) <= results["wall_seconds"]

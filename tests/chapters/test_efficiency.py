@@ -74,6 +74,7 @@ def test_every_value_the_page_glues_is_computed(ran) -> None:
     assert v["above_floor_list"].data.count("; the Gram products ") == 2  # and split by the floor with Grams
     assert v["arithmetic_list"].data.count("with symmetric products") == 2  # the norm's multiply-adds, counted
     assert v["arithmetic_verdict"].data.startswith("On ")
+    assert v["gram_kernel_verdict"].data.startswith(("Timed on their own", "The Gram products were not timed"))
     for reading in ("reference", "optimised"):  # C8 under both readings
         assert v[f"c8_{reading}_lo"] <= v[f"c8_{reading}_value"] <= v[f"c8_{reading}_hi"]
         assert v[f"c8_{reading}_verdict"].data in claims.VERDICTS
@@ -236,7 +237,7 @@ def test_the_arithmetic_verdict_names_the_models_the_count_rules_out() -> None:
     assert efficiency.arithmetic_verdict([], 0.15) == "No count was recorded in this build."
     assert efficiency.arithmetic_verdict([row("a", 0.1, 0.05)], 0.15).startswith("On every model the count is within")
     text = efficiency.arithmetic_verdict([row("a", 0.2, 0.1), row("b", 0.1, 0.05)], 0.15)
-    assert text.startswith("On `a` the count alone exceeds") and "`b`" not in text and "PyTorch has no symmetric" in text
+    assert text.startswith("On `a` the count alone exceeds") and "`b`" not in text and text.endswith("(timed below).")
     text = efficiency.arithmetic_verdict([row("a", 0.4, 0.2), row("b", 0.2, 0.1)], 0.15)
     assert "On `a`, `b` the count" in text and text.endswith("would still exceed it on `a`.")
     assert "Timed within" not in text
@@ -247,3 +248,26 @@ def test_the_arithmetic_verdict_names_the_models_the_count_rules_out() -> None:
     assert "`b` (0.13, 95% CI 0.05–0.14)." in text
     text = efficiency.arithmetic_verdict([{**timed, "above floor": -0.14, "above floor 95% CI": "[-0.22, 0.10]"}], 0.15)
     assert "`b` (-0.14, 95% CI -0.22–0.10; below the floor itself, where no pass can run: timing noise)." in text
+
+
+def test_the_gram_kernel_verdict_says_what_the_full_and_symmetric_products_cost() -> None:
+    def row(m: str, full: str, ratio: str) -> dict:
+        lo, hi = (float(x) for x in full.strip("[]").split(", "))
+        rlo, rhi = (float(x) for x in ratio.strip("[]").split(", "))
+        return {"model": m, "rows T": 80, "Gram products ÷ forward": (lo + hi) / 2, "95% CI": full,
+                "symmetric kernels": "blocks2, blocks3, blocks4", "fastest symmetric kernel": "blocks3", "its time ÷ full": (rlo + rhi) / 2, "its 95% CI": ratio,
+                "ideal": 0.67}
+
+    assert efficiency.gram_kernel_verdict([], 0.15) == "The Gram products were not timed on their own in this build."
+    text = efficiency.gram_kernel_verdict([row("a", "[0.18, 0.22]", "[0.98, 1.10]"),
+                                           row("b", "[0.08, 0.16]", "[0.95, 1.05]")], 0.15)
+    assert "`a` 0.20 forwards (95% CI 0.18–0.22, T = 80)" in text
+    assert "On `a` that alone is above the target of 0.15" in text and "On `a`, `b`" not in text
+    assert "No symmetric kernel timed here (the lower triangle in 2, 3 or 4 row blocks) is faster" in text
+    assert text.endswith("is not to be had on this machine.")
+    text = efficiency.gram_kernel_verdict([{**row("a", "[0.18, 0.22]", "[0.98, 1.10]"),
+                                            "symmetric kernels": "blocks2, syrk"}], 0.15)
+    assert "(the lower triangle in 2 row blocks; BLAS `syrk`, timed on one thread only)" in text
+    text = efficiency.gram_kernel_verdict([row("b", "[0.08, 0.12]", "[0.60, 0.75]")], 0.15)
+    assert "above the target" not in text and "faster than the full product on `b`" in text
+    assert "blocks3 0.68 of the full products' time (95% CI 0.60–0.75; its multiply-adds 0.67)" in text

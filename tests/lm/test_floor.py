@@ -6,6 +6,7 @@ import math
 from contextlib import contextmanager
 
 import pytest
+import torch
 
 from gnuq_core.lm import floor
 from gnuq_core.lm.floor import activation_backward, ghost_layers_of
@@ -86,6 +87,7 @@ def test_counted_multiply_adds_are_what_the_passes_multiply(make, prompt) -> Non
     # symmetric: every Gram matrix's T(T+1)/2 entries instead of T², the rest unchanged
     t, a = len(prompt) + len(ANSWER), len(ANSWER)
     grams = (_flops(lambda: activation_backward(m, prompt, ANSWER, with_grams=True)) - floor_flops) // 2
+    assert grams == t * t * sum(width * n for width, n in floor.gram_widths(m, t).items())
     head = m.get_output_embeddings()
     saved = grams - grams // (t * t) * (t * (t + 1) // 2) + (a * a - a * (a + 1) // 2) * (head.in_features + head.out_features)
     assert n["norm_symmetric"] == n["norm"] - saved
@@ -97,3 +99,28 @@ def test_linear_input_groups_share_the_attention_and_mlp_inputs() -> None:
     groups = floor.linear_input_groups(m)
     assert [len(g) for g in groups] == [3, 1, 2, 1] * m.config.num_hidden_layers  # q/k/v, o, gate/up, down
     assert floor.norm_multiply_adds(m, PROMPT, ANSWER, groups=groups) == floor.norm_multiply_adds(m, PROMPT, ANSWER)
+
+
+@pytest.mark.parametrize("rows", [1, 5, 12])
+def test_every_kernel_forms_the_gram_matrix(rows: int) -> None:
+    x = torch.randn(rows, 7, dtype=torch.float64, generator=torch.Generator().manual_seed(rows))
+    full = x @ x.T
+    kernels = floor.gram_products("cpu")
+    assert set(kernels) == {"full", "syrk", *(f"blocks{b}" for b in floor.GRAM_BLOCKS)}
+    for b in floor.GRAM_BLOCKS:
+        blocks = kernels[f"blocks{b}"][0](x)
+        lower = torch.zeros_like(full)
+        start = 0
+        for blk in blocks:  # row block i: its rows against every row up to its end
+            lower[start:start + len(blk), :blk.shape[1]] = blk
+            start += len(blk)
+        assert start == rows
+        torch.testing.assert_close(torch.tril(lower), torch.tril(full))
+        assert kernels[f"blocks{b}"][1] == (b + 1) / (2 * b)
+    upper = torch.from_numpy(kernels["syrk"][0](x))
+    torch.testing.assert_close(torch.triu(upper), torch.triu(full))
+
+
+def test_syrk_only_on_one_cpu_thread() -> None:
+    assert "syrk" not in floor.gram_products("cuda") and "full" in floor.gram_products("cuda")
+    assert "syrk" not in floor.gram_products("cpu", threads=2) and "blocks3" in floor.gram_products("cpu", threads=2)
