@@ -399,6 +399,7 @@ for name in ("gpu_floor", "gpu_speedup"):  # only where bench/gpu_results.json i
 #   {glue:md}`floor_model_0` (all models: {glue:md}`floor_list`); its extra peak memory is
 #   at most {glue:text}`mem_worst_frac:.3f` of one fp32 gradient (target:
 #   {glue:md}`mem_verdict`).
+# - {glue:md}`gram_takeaway`
 # - Against the baselines as their reference implementations run them it is
 #   {glue:text}`c8_reference_value:.1f`× faster on the least favourable model and baseline
 #   (C8: {glue:md}`c8_reference_verdict`); against this project's fastest optimised baseline

@@ -316,6 +316,22 @@ def gram_kernel_verdict(rows: list[dict[str, Any]], target: float) -> str:
                    "promises is not to be had on this machine.")
 
 
+def gram_takeaway(rows: list[dict[str, Any]], target: float) -> str:
+    """The summary's line on the above-floor target from the timed Gram products (rows of
+    `gnuq_core.bench.report.gram_rows`): where they alone exceed it, and where they leave room."""
+    if not rows:
+        return "The exact norm's Gram products were not timed on their own in this build."
+    listed = ", ".join(f"{r['Gram products ÷ forward']:.2f}{' forwards' if i == 0 else ''} on `{r['model']}`"
+                       for i, r in enumerate(rows))
+    over = [f"`{r['model']}`" for r in rows if _lower(r["95% CI"]) > target]
+    room = [f"`{r['model']}`" for r in rows if _upper(r["95% CI"]) < target]
+    text = (f"The exact norm's Gram products, timed on their own, cost {listed}, against a target of at most "
+            f"{target:.2f} forwards above the floor for the whole pass: ")
+    parts = ([f"out of reach on {', '.join(over)} by the arithmetic itself"] if over else []) + (
+        [f"within reach on {', '.join(room)} if the hooks around them cost less"] if room else [])
+    return text + ("; ".join(parts) if parts else "too close to the target to say") + "."
+
+
 def _or(numbers: list[int]) -> str:
     """``[2, 3, 4]`` as ``"2, 3 or 4"``."""
     words = [str(n) for n in numbers]
@@ -364,6 +380,7 @@ def _floor(res: dict[str, Any], out: Result) -> None:
             for r in counted) or "not counted in this build"),
         arithmetic_verdict=Markdown(arithmetic_verdict(counted, bench_config.TARGET_ABOVE_FLOOR)),
         gram_kernel_verdict=Markdown(gram_kernel_verdict(report.gram_rows(res), bench_config.TARGET_ABOVE_FLOOR)),
+        gram_takeaway=Markdown(gram_takeaway(report.gram_rows(res), bench_config.TARGET_ABOVE_FLOOR)),
         floor_bound_list=Markdown("; ".join(
             f"`{r['model']}` {r['floor ÷ forward']:.2f} forwards"
             for r in floor if np.isfinite(r["floor ÷ forward"])) or "not measured in this build"),

@@ -75,6 +75,7 @@ def test_every_value_the_page_glues_is_computed(ran) -> None:
     assert v["arithmetic_list"].data.count("with symmetric products") == 2  # the norm's multiply-adds, counted
     assert v["arithmetic_verdict"].data.startswith("On ")
     assert v["gram_kernel_verdict"].data.startswith(("Timed on their own", "The Gram products were not timed"))
+    assert v["gram_takeaway"].data.startswith("The exact norm's Gram products")
     for reading in ("reference", "optimised"):  # C8 under both readings
         assert v[f"c8_{reading}_lo"] <= v[f"c8_{reading}_value"] <= v[f"c8_{reading}_hi"]
         assert v[f"c8_{reading}_verdict"].data in claims.VERDICTS
@@ -268,6 +269,15 @@ def test_the_gram_kernel_verdict_says_what_the_full_and_symmetric_products_cost(
     text = efficiency.gram_kernel_verdict([{**row("a", "[0.18, 0.22]", "[0.98, 1.10]"),
                                             "symmetric kernels": "blocks2, syrk"}], 0.15)
     assert "(the lower triangle in 2 row blocks; BLAS `syrk`, timed on one thread only)" in text
+    text = efficiency.gram_takeaway([row("a", "[0.18, 0.22]", "[0.98, 1.10]"), row("b", "[0.07, 0.09]", "[0.9, 1.1]"),
+                                     row("c", "[0.12, 0.18]", "[0.9, 1.1]")], 0.15)
+    assert text.startswith("The exact norm's Gram products, timed on their own, cost 0.20 forwards on `a`, 0.08 on "
+                           "`b`, 0.15 on `c`, against a target of at most 0.15 forwards above the floor")
+    assert text.endswith("out of reach on `a` by the arithmetic itself; within reach on `b` if the hooks around them "
+                         "cost less.")
+    assert efficiency.gram_takeaway([row("c", "[0.12, 0.18]", "[0.9, 1.1]")], 0.15).endswith("too close to the "
+                                                                                               "target to say.")
+    assert "not timed" in efficiency.gram_takeaway([], 0.15)
     text = efficiency.gram_kernel_verdict([row("b", "[0.08, 0.12]", "[0.60, 0.75]")], 0.15)
     assert "above the target" not in text and "faster than the full product on `b`" in text
     assert "blocks3 0.68 of the full products' time (95% CI 0.60–0.75; its multiply-adds 0.67)" in text
