@@ -343,20 +343,21 @@ def _dash(interval: str) -> str:
     return interval[1:-1].replace(", ", "–")
 
 
-def _lower(interval: str) -> float:
-    """The lower bound of an interval written ``"[lo, hi]"`` (nan if it is not one)."""
+def _bounds(interval: str) -> tuple[float, float]:
+    """``(lo, hi)`` of an interval written ``"[lo, hi]"`` by `gnuq_core.bench.report` (nans if it is not one)."""
     try:
-        return float(interval.strip("[]").split(",")[0])
-    except (IndexError, ValueError):
-        return float("nan")
+        lo, hi = (float(x) for x in interval.strip("[]").split(","))
+    except ValueError:
+        return float("nan"), float("nan")
+    return lo, hi
+
+
+def _lower(interval: str) -> float:
+    return _bounds(interval)[0]
 
 
 def _upper(interval: str) -> float:
-    """The upper bound of an interval written ``"[lo, hi]"`` (nan if it is not one)."""
-    try:
-        return float(interval.strip("[]").split(",")[1])
-    except (IndexError, ValueError):
-        return float("nan")
+    return _bounds(interval)[1]
 
 
 def _floor(res: dict[str, Any], out: Result) -> None:
