@@ -40,6 +40,7 @@ from gnuq_core.qa.engine import QAConfig
 from gnuq_core.repro.chapters import parse_overrides
 from gnuq_core.repro.shards import distributed, merge_shards, rank_device, read_merged, shard_paths
 from gnuq_core.store import ResultsDisagree, Store, open_store
+from gnuq_core.store import kinds as store_kinds
 from gnuq_core.store.carry import CarryRefused
 
 __all__ = ["CATEGORY_GROUPS", "category_group", "select_items", "store_config", "store_file",
@@ -118,6 +119,23 @@ def thread_variants(compute: Callable[[str], dict[str, Any]], item: str,
         yield fresh
 
 
+def gradient_part(loaded: Any, question: str, stored: Mapping[str, Any], config: Any, *,
+                  style: str) -> dict[str, Any]:
+    """The fields of a stored record that its greedy answer's gradient pass computes, recomputed
+    from the stored answer as `gnuq_core.qa.engine.rescore_answers` does: ``grad_sq``,
+    ``group_sq`` and the estimator's ``scores`` (`gnuq_core.qa.engine.estimator_scores`).
+    What a carry confined to ``"gradient"`` compares on every record (a change to the gradient
+    engine cannot reach the other fields)."""
+    from gnuq_core.lm.gradient import forward_backward
+    from gnuq_core.qa.engine import clean, estimator_scores, record_groups
+
+    ids = encode_prompt(loaded.tokenizer, format_prompt(loaded.tokenizer, question, style), style)
+    gp = forward_backward(loaded.model, ids, stored["generation"]["answer_ids"], groups=record_groups(config.groups),
+                          per_group=True)
+    return clean({"grad_sq": gp.grad_sq, "group_sq": gp.group_sq,
+                  "scores": estimator_scores(gp.token_log_probs, gp.grad_sq)})
+
+
 def with_prompt_ids(loaded: Any, record: Mapping[str, Any], question: str) -> dict[str, Any]:
     """``record`` with ``generation.prompt_ids`` re-encoded from ``question`` in its prompt style."""
     style = record["style"]
@@ -159,8 +177,12 @@ def run_dataset(loaded: Any, items: Sequence[Any], config: Any, *, store: Store,
         record = storable(question_record(loaded, by_id[i], config, style=style, clusterer=clusterer(), texts=False))
         return {**record, THREADS_FIELD: _torch_threads()}
 
-    def from_outputs(i: str, stored: dict[str, Any], _: Mapping[str, Any]) -> dict[str, Any]:
+    def from_outputs(i: str, stored: dict[str, Any], _: Mapping[str, Any], part: str | None = None) -> dict[str, Any]:
         public = {k: v for k, v in stored.items() if k not in ("type", "id", "_made")}
+        if part == "gradient":
+            return gradient_part(loaded, by_id[i].question, public, config, style=style)
+        if part is not None:
+            raise ValueError(f"no part {part!r} of a QA record to recompute apart (known: gradient)")
         return rescore_answers(loaded.model, loaded.tokenizer, by_id[i].question, public, config, style=style,
                                clusterer=clusterer())
 
@@ -418,7 +440,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "gnuq study") -> int:
             "merge": "merge the shards a killed sharded run left into the main file",
             "where": "print the store file, the number of questions and how many are done",
             "carry": "carry the stored records across a code change, after recomputing every record's exact part "
-                     "from its stored answers (resumable; sharded under torchrun)"}
+                     "(or, with --part, that part) from its stored answers (resumable; sharded under torchrun)"}
     for name, text in cmds.items():
         c = sub.add_parser(name, help=text)
         c.add_argument("--profile", default="full", help="chapter profile (default: full)")
@@ -434,6 +456,11 @@ def main(argv: Sequence[str] | None = None, prog: str = "gnuq study") -> int:
                        help="override one chapter parameter, as the chapter runner's --set")
         c.add_argument("--data-dir", default=None, type=output_path, help="dataset folder (else GNUQ_DATA_DIR)")
         c.add_argument("--store-root", type=output_path, default=None, help="results store folder (default results/)")
+        if name == "carry":
+            c.add_argument("--part", choices=list(store_kinds.get("qa").carry_parts), default=None,
+                           help="confine the carry to this part of every record (gradient: the gradient pass's "
+                                "fields, after a change to the gradient engine only); every record's part and "
+                                "a fixed sample's whole exact part are recomputed")
         if name in ("fill", "carry"):
             c.add_argument("--device", default="cpu", help="cpu, or cuda (each rank uses GPU LOCAL_RANK)")
             c.add_argument("--threads", type=flag("threads"), default=None,
@@ -447,6 +474,8 @@ def main(argv: Sequence[str] | None = None, prog: str = "gnuq study") -> int:
         if args.command in ("fill", "carry"):
             if args.command == "carry":
                 os.environ["GNUQ_STORE_CARRY"] = "1"
+                if args.part:
+                    os.environ["GNUQ_STORE_CARRY_PART"] = args.part
             # One process group for the whole command: under torchrun, destroying it after one
             # dataset and making it again for the next left both ranks waiting forever in a
             # barrier (seen on a two-dataset carry, 2026-12-03).

@@ -11,6 +11,11 @@ moves an orphaned file to the new code version only after the new code has repro
 - any other chaotic kind: ``carry_sample`` items, drawn with a fixed seed, recomputed whole
   under the contract (to the stored digits on the platform that made them).
 
+A carry may be confined to one of the kind's ``carry_parts`` (``part=``; the QA records'
+``"gradient"``, for a change to the gradient engine): then every item's part is recomputed
+and compared, ``carry_part_sample`` other items (fixed seed) their whole exact part, so that
+a change reaching beyond the part is caught, and ``carry_sample`` items whole, as always.
+
 Verification is resumable and may be sharded (``torchrun``): each verified item is one
 line of ``<new key>.carry.jsonl`` (and its rank shards). When every planned item agreed,
 the records are written unchanged (each keeps the ``_made`` stamp of the code and platform
@@ -44,22 +49,31 @@ class CarryRefused(AssertionError):
     """The new code did not reproduce an item of the orphaned file: nothing was carried."""
 
 
-def carry_plan(spec: registry.Kind, ids: list[str], pool: list[str] | None = None) -> dict[str, str]:
-    """``{item: "full" | "exact"}``: which items a carry recomputes, and how (see the module docstring).
+def carry_plan(spec: registry.Kind, ids: list[str], pool: list[str] | None = None,
+               part: str | None = None) -> dict[str, str]:
+    """``{item: "full" | "exact" | part}``: which items a carry recomputes, and how (see the
+    module docstring).
 
     The whole recomputations of a chaotic kind are drawn (fixed seed) among ``pool``
-    (default all ``ids``): the items a build's check may afford."""
+    (default all ``ids``): the items a build's check may afford. With ``part`` (one of the
+    kind's ``carry_parts``) every other item gets that part, but ``carry_part_sample`` of
+    them (fixed seed) their whole exact part."""
     contract = spec.contract
+    given = spec.carry_all_exact and isinstance(contract, Chaotic) and isinstance(contract.foreign, GivenInputs)
+    if part is not None and (part not in spec.carry_parts or not given):
+        raise ValueError(f"a carry of {spec.name} cannot be confined to {part!r}: its parts are "
+                         f"{', '.join(spec.carry_parts) or 'none'}")
     full_all = isinstance(contract, Exact) or spec.carry_sample is None
     among = [i for i in ids if pool is None or i in set(pool)]
     full = set(ids) if full_all else set(random.Random(0).sample(among, min(spec.carry_sample or 0, len(among))))
-    given = spec.carry_all_exact and isinstance(contract, Chaotic) and isinstance(contract.foreign, GivenInputs)
+    rest = [i for i in ids if i not in full]
+    whole = set(rest) if part is None else set(random.Random(1).sample(rest, min(spec.carry_part_sample, len(rest))))
     plan = {}
     for i in ids:
         if i in full:
             plan[i] = "full"
         elif given:
-            plan[i] = "exact"
+            plan[i] = "exact" if i in whole else str(part)
     return plan
 
 
@@ -69,12 +83,13 @@ def carry_file(store: Any, spec: registry.Kind, orphan: Path, target: Path, conf
                recompute_variants: Callable[..., Iterable[dict[str, Any]]] | None = None,
                world: World | None = None, pool: list[str] | None = None,
                verify_among: Callable[[dict[str, Any]], bool] | None = None, known: list[str] | None = None,
-               progress: bool = True) -> dict[str, Any]:
+               progress: bool = True, part: str | None = None) -> dict[str, Any]:
     """Verify ``orphan``'s records with the current code and write them to ``target``; the report.
 
     ``known`` are the ids the caller can compute (default: all of the file's): a chaotic
     kind's sample is drawn among them (and ``pool``, filtered by ``verify_among``); an exact
-    kind, whose every item must be verified, is refused if the file holds others.
+    kind, whose every item must be verified, is refused if the file holds others. ``part``
+    confines the carry to one of the kind's ``carry_parts`` (`carry_plan`).
 
     Raises
     ------
@@ -90,20 +105,22 @@ def carry_file(store: Any, spec: registry.Kind, orphan: Path, target: Path, conf
     unknown = [i for i in order if i not in computable]
     affordable = [i for i in (pool if pool is not None else order)
                   if i in by_id and i in computable and (verify_among is None or verify_among(by_id[i]))]
-    plan = carry_plan(spec, [i for i in order if i in computable], affordable)
+    plan = carry_plan(spec, [i for i in order if i in computable], affordable, part=part)
     if unknown and (isinstance(spec.contract, Exact) or spec.carry_sample is None or spec.carry_all_exact):
         raise CarryRefused(f"carrying {orphan.name}: it holds {len(unknown)} items this run does not compute (e.g. "
                            f"{unknown[0]}), and every item of {spec.name} must be verified: carry it from the run "
                            "that asks for all of them")
-    if any(mode == "exact" for mode in plan.values()) and from_outputs is None:
+    if any(mode != "full" for mode in plan.values()) and from_outputs is None:
         raise ValueError(f"carrying {spec.name} needs from_outputs (the recomputation from stored outputs)")
     log = target.with_name(f"{target.stem}.carry.jsonl")
-    log_config = {"from": orphan.name, "from_code": old_code, "to_code": code}
+    log_config = {"from": orphan.name, "from_code": old_code, "to_code": code, **({"part": part} if part else {})}
     fid = store.fingerprint_id
     planned = [i for i in order if i in plan]
-    if log.exists() and any(not r.get("passed") for r in read_merged(log)[1]):
-        for p in [log, *shard_paths(log)]:  # a refused carry starts over (the contract or the code changed since)
-            p.unlink(missing_ok=True)
+    if log.exists():
+        earlier_config, earlier = read_merged(log)
+        if any(not r.get("passed") for r in earlier) or earlier_config.get("part") != part:
+            for p in [log, *shard_paths(log)]:  # a refused carry, or one of another part, starts over
+                p.unlink(missing_ok=True)
     with writer(log, log_config, world, planned) as out:
         todo = [i for i in world.mine(planned) if i not in out.done]
         if progress and todo:
@@ -112,9 +129,11 @@ def carry_file(store: Any, spec: registry.Kind, orphan: Path, target: Path, conf
             todo = tqdm(todo, desc=f"verifying {spec.name} for the carry", total=len(world.mine(planned)),
                         initial=len(world.mine(planned)) - len(todo))
         for item in todo:
+            mode = plan[item]
             check = check_item(spec, orphan, item, by_id, fid, compute=compute, recompute_variants=recompute_variants,
-                               from_outputs=from_outputs, exact_part=plan[item] == "exact")
-            out.append(item, {"mode": plan[item], "passed": check.passed, "largest": check.largest,
+                               from_outputs=from_outputs, exact_part=mode == "exact",
+                               part=None if mode in ("full", "exact") else mode)
+            out.append(item, {"mode": mode, "passed": check.passed, "largest": check.largest,
                               "where": check.worst.path if check.worst else None, "compared": check.compared,
                               "same_platform": check.same_platform, "rule": check.rule})
             if not check.passed:
@@ -142,6 +161,7 @@ def carry_file(store: Any, spec: registry.Kind, orphan: Path, target: Path, conf
             "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "platform": fid,
             "items": len(order), "verified_full": sum(v["mode"] == "full" for v in verified),
             "verified_exact_part": sum(v["mode"] == "exact" for v in verified),
+            **({"part": part, "verified_part_only": sum(v["mode"] == part for v in verified)} if part else {}),
             "largest_deviation": top["largest"] if top else 0.0,
             "largest_where": (f"{top['id']} {top['where']}" if top and top.get("where") else None),
             "rules": sorted({v["rule"] for v in verified}),

@@ -10,6 +10,9 @@ configuration and code version, one JSON line per item. Its entry here says
 - ``carry_sample``: how many items a verified carry across a code change recomputes
   whole (``None``: every item, as an exact kind must), and ``carry_all_exact``: whether it
   also recomputes every other item's exact part from its stored outputs (the QA records);
+  ``carry_parts``: parts of that exact part a carry may be confined to, for a change
+  confined to them (the QA records' ``"gradient"``: the gradient pass's fields), and
+  ``carry_part_sample``: how many items such a carry still recomputes whole-exact-part;
 - ``what``: one item, in words, and the chapter that reads it.
 
 The contracts were chosen by measurement: every kind was recomputed on this machine
@@ -47,6 +50,8 @@ class Kind:
     digits: int = 7
     carry_sample: int | None = None
     carry_all_exact: bool = False
+    carry_parts: tuple[str, ...] = ()
+    carry_part_sample: int = 0
     view: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     source_root: Path | None = None
 
@@ -156,7 +161,8 @@ _KINDS = [
                              what="the log-probabilities, entropies, gradient norms, P(True), clusters and scores "
                                   "of the stored answers")),
          "one question's record: greedy answer, samples, gradient norms, baselines", "06_qa_benchmarks",
-         ignore=("seconds", "timings", "torch_threads"), carry_sample=2, carry_all_exact=True),
+         ignore=("seconds", "timings", "torch_threads"), carry_sample=2, carry_all_exact=True,
+         carry_parts=("gradient",), carry_part_sample=20),
     Kind("qa_mc", ("gnuq_core.qa.multiple_choice", "gnuq_core.lm.models"), Exact(rtol=1e-4, atol=1e-6),
          "one TruthfulQA multiple-choice question: the log-probability of every choice", "06_qa_benchmarks",
          carry_sample=None),

@@ -65,7 +65,8 @@ MISSING_POLICIES = ("compute", "warn", "error")
 Compute = Callable[[str], dict[str, Any]]
 FromOutputs = Callable[[str, dict[str, Any], Mapping[str, dict[str, Any]]], dict[str, Any]]
 """``(id, stored record, every stored record by id) -> record``: the part of an item that is exact
-given stored chaotic outputs (its own, or another item's such as a stored trained network)."""
+given stored chaotic outputs (its own, or another item's such as a stored trained network).
+A kind with ``carry_parts`` also takes ``part=<name>``: then only that part's fields."""
 
 
 class ResultsDisagree(AssertionError):
@@ -176,10 +177,13 @@ class Store:
     carry : bool
         Carry an orphaned file (same configuration, other code version) across to this
         code after verifying it (`gnuq_core.store.carry`); otherwise report it.
+    carry_part : str, optional
+        Confine the carries of the kinds that have this part (``Kind.carry_parts``) to it;
+        other kinds are carried as usual.
     """
 
     def __init__(self, root: str | Path, *, label: str, check: bool = True, missing: str = "compute",
-                 carry: bool = False) -> None:
+                 carry: bool = False, carry_part: str | None = None) -> None:
         if missing not in MISSING_POLICIES:
             raise ValueError(f"missing must be one of {', '.join(MISSING_POLICIES)}, not {missing!r} "
                              "(GNUQ_STORE_MISSING)")
@@ -188,6 +192,7 @@ class Store:
         self.check = check
         self.missing = missing
         self.carry = carry
+        self.carry_part = carry_part
         self.reads: list[Read] = []
         self._fingerprint: dict[str, Any] | None = None
 
@@ -326,7 +331,7 @@ class Store:
                     carry_file(self, spec, orphans[0], path, config, code, compute=recompute or compute,
                                from_outputs=from_outputs, recompute_variants=recompute_variants, world=world,
                                pool=[str(i) for i in pool] if pool is not None else None, verify_among=verify_among,
-                               known=order)
+                               known=order, part=self.carry_part if self.carry_part in spec.carry_parts else None)
                     read.carried_from = read.orphan
                     existing = {str(r["id"]): r for r in read_merged(path)[1]}
                     read.stored = sum(i in existing for i in order)
@@ -472,7 +477,7 @@ def check_item(spec: registry.Kind, path: Path, item: str, stored_records: Mappi
                platform: str, *, compute: Compute,
                recompute_variants: Callable[..., Iterable[dict[str, Any]]] | None = None,
                from_outputs: FromOutputs | None = None,
-               exact_part: bool = False) -> Check:
+               exact_part: bool = False, part: str | None = None) -> Check:
     """Recompute one stored item and compare it under its kind's contract (no exception: see ``passed``).
 
     Parameters
@@ -489,6 +494,10 @@ def check_item(spec: registry.Kind, path: Path, item: str, stored_records: Mappi
         Recompute only the part that is exact given the stored outputs (``from_outputs``),
         compared under the kind's foreign `GivenInputs` rule, whatever the platform (a
         verified carry of every item).
+    part : str, optional
+        One of the kind's ``carry_parts``: recompute only that part of the exact part
+        (``from_outputs(..., part=part)``) and compare only the fields it returns (a carry
+        across a change confined to that part; `gnuq_core.store.carry`).
     """
     t0 = time.perf_counter()
     stored_full = stored_records[item]
@@ -499,11 +508,15 @@ def check_item(spec: registry.Kind, path: Path, item: str, stored_records: Mappi
     stored = view(_without(stored_full, drop))
     context = Context(stored_records=[view(_without(r, drop)) for r in stored_records.values()])
     contract = spec.contract
-    use_inputs = exact_part or contract.needs_inputs(same)
+    use_inputs = exact_part or part is not None or contract.needs_inputs(same)
+    if part is not None and part not in spec.carry_parts:
+        raise ValueError(f"{spec.name} has no part {part!r} to check apart (its parts: "
+                         f"{', '.join(spec.carry_parts) or 'none'})")
     if use_inputs:
         if from_outputs is None:
             raise ValueError(f"{spec.name}: checking item {item} from its stored outputs needs from_outputs")
-        attempts: Iterable[dict[str, Any]] = iter([from_outputs(item, stored_full, stored_records)])
+        by_part = {} if part is None else {"part": part}
+        attempts: Iterable[dict[str, Any]] = iter([from_outputs(item, stored_full, stored_records, **by_part)])
     elif same and recompute_variants is not None:
         attempts = recompute_variants(item, stored_full)
     else:
@@ -513,7 +526,8 @@ def check_item(spec: registry.Kind, path: Path, item: str, stored_records: Mappi
     for fresh in attempts:  # lazily: the first variant that agrees ends the check
         fresh_plain = view(_without(plain(fresh), spec.ignore))
         if use_inputs and isinstance(contract, Chaotic):
-            devs = contract.foreign.compare(stored, fresh_plain, context)
+            mine = stored if part is None else _pruned_to(stored, fresh_plain)
+            devs = contract.foreign.compare(mine, fresh_plain, context)
         else:
             devs = contract.compare(stored, fresh_plain, compare_same, context)
         top_units = max((d.units for d in devs), default=0.0)
@@ -524,8 +538,18 @@ def check_item(spec: registry.Kind, path: Path, item: str, stored_records: Mappi
     devs = found or []
     top = worst(devs)
     rule = (contract.foreign.rule() if use_inputs and isinstance(contract, Chaotic) else contract.rule(compare_same))
+    if part is not None:
+        rule += f"; only the {part} part recomputed and compared"
     return Check(spec.name, _relative(path), item, contract.name, rule, made_on, platform, same, len(devs), top,
                  top is None or top.units <= 1, time.perf_counter() - t0)
+
+
+def _pruned_to(stored: Any, fresh: Any) -> Any:
+    """``stored`` with only the keys ``fresh`` has, at every level of nested dicts (what a
+    part's recomputation is compared on; a key of ``fresh`` that ``stored`` lacks stays out)."""
+    if isinstance(stored, dict) and isinstance(fresh, dict):
+        return {k: _pruned_to(stored[k], v) for k, v in fresh.items() if k in stored}
+    return stored
 
 
 def disagreement(check: Check, spec: registry.Kind) -> str:
@@ -554,13 +578,19 @@ def open_store(profile: str | None = None, *, root: str | Path | None = None) ->
 
     ``GNUQ_STORE_MISSING`` (``warn`` by default; ``error`` in CI) says what the paper edition
     does when items are missing; ``GNUQ_STORE_CARRY=1`` carries orphaned files across a code
-    change after verifying them (`gnuq store carry` sets it);
+    change after verifying them (`gnuq store carry` sets it), ``GNUQ_STORE_CARRY_PART`` confines
+    those carries to a part of the kinds that have it (`gnuq study carry --part`);
     ``GNUQ_RESULTS_DIR`` reads another copy of the results store (default ``results/``).
     """
     profile = profile if profile is not None else run_parameters().get("profile")
     carry = os.environ.get("GNUQ_STORE_CARRY", "") not in ("", "0")
+    part = os.environ.get("GNUQ_STORE_CARRY_PART") or None
+    parts = sorted({p for k in registry.KINDS.values() for p in k.carry_parts})
+    if part is not None and part not in parts:
+        raise ValueError(f"GNUQ_STORE_CARRY_PART={part!r}: no stored kind has that part; use one of "
+                         f"{', '.join(parts) or 'none'} or unset it")
     if root is not None or is_paper_edition(profile):
         root = root or env_path("GNUQ_RESULTS_DIR") or RESULTS
         return Store(root, label="the results store", check=True,
-                     missing=os.environ.get("GNUQ_STORE_MISSING", "warn"), carry=carry)
+                     missing=os.environ.get("GNUQ_STORE_MISSING", "warn"), carry=carry, carry_part=part)
     return Store(cache_dir() / "store", label="the local cache", check=False, missing="compute", carry=False)

@@ -313,3 +313,53 @@ def test_a_command_over_several_datasets_makes_one_process_group(monkeypatch):
     assert qa_study.main(["carry", "--dataset", "truthfulqa", "triviaqa", "--no-progress"]) == 0
     assert seen == [("truthfulqa", True), ("triviaqa", True)]
     assert (state["made"], state["destroyed"]) == (1, 1)
+
+
+def _tiny_run(tmp_path):
+    from gnuq_core.lm.models import LoadedModel
+    from gnuq_core.qa.engine import QAConfig
+
+    lm = LoadedModel(tiny_llama(), byte_tokenizer(), "tiny", "memory", "chat")
+    items = [QAItem("tqa_1", "Capital of France?", ("Paris",), (), "triviaqa"),
+             QAItem("tqa_2", "Two plus two?", ("four", "4"), (), "triviaqa")]
+    return lm, items, QAConfig(model="tiny", max_new_tokens=3, n_samples=2, clusterer="exact")
+
+
+def test_the_gradient_part_is_what_rescore_answers_recomputes_of_it(tmp_path):
+    from gnuq_core.lm.clustering import get_clusterer
+    from gnuq_core.qa.engine import rescore_answers, resolved_style
+
+    lm, items, cfg = _tiny_run(tmp_path)
+    (rec,) = qa_study.run_dataset(lm, items[:1], cfg, progress=False, store=Store(tmp_path / "s", label="test"))
+    style = resolved_style(lm, cfg)
+    part = qa_study.gradient_part(lm, items[0].question, rec, cfg, style=style)
+    whole = rescore_answers(lm.model, lm.tokenizer, items[0].question, rec, cfg, style=style,
+                            clusterer=get_clusterer("exact", cfg.threshold))
+    assert set(part) == {"grad_sq", "group_sq", "scores"} and part["scores"]
+    assert part["grad_sq"] == whole["grad_sq"] and part["group_sq"] == whole["group_sq"]
+    assert part["scores"] == {k: whole["scores"][k] for k in part["scores"]}
+    assert {"p_true", "max_sequence_probability"}.isdisjoint(part["scores"])  # not the gradient pass's
+
+
+def test_a_carry_confined_to_the_gradient_verifies_every_record_and_samples_the_rest(tmp_path, monkeypatch):
+    import dataclasses
+    import json
+
+    from gnuq_core.store import kinds as registry
+
+    lm, items, cfg = _tiny_run(tmp_path)
+    made = qa_study.run_dataset(lm, items, cfg, progress=False, store=Store(tmp_path / "s", label="test"))
+    real_code = registry.Kind.code
+    monkeypatch.setattr(registry.Kind, "code", property(lambda k: "0" * 12 if k.name == "qa" else real_code.fget(k)))
+    monkeypatch.setitem(registry.KINDS, "qa", dataclasses.replace(registry.KINDS["qa"], carry_sample=0,
+                                                                    carry_part_sample=1))
+    calls = []
+    real_part = qa_study.gradient_part
+    monkeypatch.setattr(qa_study, "gradient_part", lambda *a, **k: calls.append(a[1]) or real_part(*a, **k))
+    store = Store(tmp_path / "s", label="test", carry=True, carry_part="gradient", missing="error")
+    carried = qa_study.run_dataset(lm, items, cfg, progress=False, store=store)
+    assert [r["scores"] for r in carried] == [r["scores"] for r in made] and len(calls) == 1
+    (report,) = (tmp_path / "s" / "qa").glob("*.carried.json")
+    info = json.loads(report.read_text())
+    assert (info["part"], info["verified_part_only"], info["verified_exact_part"]) == ("gradient", 1, 1)
+    assert info["to_code"] == "0" * 12

@@ -112,3 +112,109 @@ def test_a_second_carry_keeps_the_first_report_as_history(tmp_path: Path, code_r
     (first,) = info["earlier_carries"]
     assert first["to_code"] == info["from_code"] and first["to"] == info["from"]
     assert len(list(folder.glob("*.jsonl"))) == 1
+
+
+def _parted_kind(code_root: Path):
+    """A chaotic kind whose ``.v`` is its part ``p`` and whose ``.w`` lies outside it."""
+    return demo_kind(code_root, Chaotic(GivenInputs((".v", ".w"), rtol=1e-3, atol=1e-9)), carry_sample=1,
+                     carry_all_exact=True, carry_parts=("p",), carry_part_sample=2)
+
+
+def _parted_fill(tmp_path: Path, code_root: Path) -> None:
+    Store(tmp_path / "results", label="the test store").items(
+        _parted_kind(code_root), {"n": 6}, IDS, lambda i: {"v": int(i) / 7, "w": int(i) / 3, "tokens": [int(i)]})
+
+
+def test_a_carry_confined_to_a_part_plans_the_part_for_all_but_samples(tmp_path: Path) -> None:
+    kind = _parted_kind(tmp_path)
+    plan = carry_plan(kind, IDS, part="p")
+    assert sorted(plan.values()) == ["exact", "exact", "full", "p", "p", "p"]
+    assert carry_plan(kind, IDS, part="p") == plan  # fixed seeds
+    assert sorted(carry_plan(kind, IDS).values()) == ["exact"] * 5 + ["full"]
+    with pytest.raises(ValueError, match="cannot be confined to 'q': its parts are p"):
+        carry_plan(kind, IDS, part="q")
+    with pytest.raises(ValueError, match="its parts are none"):
+        carry_plan(demo_kind(tmp_path, Chaotic(Within()), carry_sample=2), IDS, part="p")
+
+
+def _from_outputs(w_shift: float = 0.0, v_shift: float = 0.0):
+    seen: list[tuple[str, str | None]] = []
+
+    def from_outputs(i: str, stored: dict, _: dict, part: str | None = None) -> dict:
+        seen.append((i, part))
+        v = int(i) / 7 + v_shift
+        return {"v": v} if part == "p" else {"v": v, "w": int(i) / 3 + w_shift, "tokens": [int(i)]}
+
+    return from_outputs, seen
+
+
+def test_a_carry_confined_to_a_part_compares_only_that_part(tmp_path: Path, code_root: Path) -> None:
+    _parted_fill(tmp_path, code_root)
+    _change_code(code_root)
+    kind = _parted_kind(code_root)
+    from_outputs, seen = _from_outputs()
+    store = Store(tmp_path / "results", label="the test store", carry=True, carry_part="p")
+    store.items(kind, {"n": 6}, IDS, lambda i: {"v": int(i) / 7, "w": int(i) / 3, "tokens": [int(i)]},
+                from_outputs=from_outputs)
+    plan = carry_plan(kind, IDS, part="p")
+    assert sorted(seen) == sorted((i, "p" if m == "p" else None) for i, m in plan.items() if m != "full")
+    (report,) = (tmp_path / "results" / "demo").glob("*.carried.json")
+    info = json.loads(report.read_text())
+    assert (info["part"], info["verified_part_only"], info["verified_exact_part"], info["verified_full"]) == ("p", 3, 2, 1)
+    assert any("only the p part recomputed and compared" in r for r in info["rules"])
+
+
+@pytest.mark.parametrize("shift", ["v", "w"])
+def test_a_change_beyond_the_part_is_caught_by_the_sampled_whole_exact_parts(tmp_path: Path, code_root: Path,
+                                                                              shift: str) -> None:
+    """A change to ``.v`` fails every item; one to ``.w`` (outside the part, claimed untouched)
+    fails the items whose whole exact part is recomputed, so nothing is carried either way."""
+    _parted_fill(tmp_path, code_root)
+    _change_code(code_root)
+    from_outputs, _ = _from_outputs(**{f"{shift}_shift": 1.0})
+    store = Store(tmp_path / "results", label="the test store", carry=True, carry_part="p")
+    with pytest.raises(CarryRefused, match=rf"recomputed differently.*\.{shift}"):
+        store.items(_parted_kind(code_root), {"n": 6}, IDS,
+                    lambda i: {"v": int(i) / 7, "w": int(i) / 3, "tokens": [int(i)]}, from_outputs=from_outputs)
+    assert not list((tmp_path / "results" / "demo").glob("*.carried.json"))
+
+
+def test_a_store_carries_kinds_without_the_part_in_full(tmp_path: Path, code_root: Path) -> None:
+    _fill(tmp_path, demo_kind(code_root))
+    _change_code(code_root)
+    store = Store(tmp_path / "results", label="the test store", carry=True, carry_part="p")
+    store.items(demo_kind(code_root), {"n": 6}, IDS, lambda i: {"v": int(i) / 7, "tokens": [int(i)]})
+    (report,) = (tmp_path / "results" / "demo").glob("*.carried.json")
+    info = json.loads(report.read_text())
+    assert info["verified_full"] == 6 and "part" not in info
+
+
+def test_an_unknown_carry_part_in_the_environment_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gnuq_core.store import open_store
+
+    monkeypatch.setenv("GNUQ_STORE_CARRY_PART", "gradeint")
+    with pytest.raises(ValueError, match="GNUQ_STORE_CARRY_PART='gradeint': no stored kind has that part; use one "
+                                         "of gradient"):
+        open_store("full")
+
+
+def test_an_interrupted_part_carry_is_not_resumed_by_a_whole_one(tmp_path: Path, code_root: Path) -> None:
+    """Items verified only in their part do not count for a carry of the whole exact part."""
+    _parted_fill(tmp_path, code_root)
+    _change_code(code_root)
+    kind = _parted_kind(code_root)
+    compute = lambda i: {"v": int(i) / 7, "w": int(i) / 3, "tokens": [int(i)]}  # noqa: E731
+    from_outputs, seen = _from_outputs()
+
+    def interrupted(i: str, stored: dict, records: dict, part: str | None = None) -> dict:
+        if len(seen) == 3:
+            raise KeyboardInterrupt
+        return from_outputs(i, stored, records, part=part) if part else from_outputs(i, stored, records)
+
+    with pytest.raises(KeyboardInterrupt):
+        Store(tmp_path / "results", label="t", carry=True, carry_part="p").items(kind, {"n": 6}, IDS, compute,
+                                                                               from_outputs=interrupted)
+    assert list((tmp_path / "results" / "demo").glob("*.carry.jsonl"))  # the verification so far is kept
+    seen.clear()
+    Store(tmp_path / "results", label="t", carry=True).items(kind, {"n": 6}, IDS, compute, from_outputs=from_outputs)
+    assert len(seen) == 5 and {p for _, p in seen} == {None}  # every item's whole exact part, from the start
