@@ -119,13 +119,13 @@ def thread_variants(compute: Callable[[str], dict[str, Any]], item: str,
         yield fresh
 
 
-def gradient_part(loaded: Any, question: str, stored: Mapping[str, Any], config: Any, *,
+def gradient_part(loaded: Any, question: str, stored: Mapping[str, Any], config: QAConfig, *,
                   style: str) -> dict[str, Any]:
     """The fields of a stored record that its greedy answer's gradient pass computes, recomputed
     from the stored answer as `gnuq_core.qa.engine.rescore_answers` does: ``grad_sq``,
     ``group_sq`` and the estimator's ``scores`` (`gnuq_core.qa.engine.estimator_scores`).
-    What a carry confined to ``"gradient"`` compares on every record (a change to the gradient
-    engine cannot reach the other fields)."""
+    What a carry confined to ``"gradient"`` compares on every record (the other fields do not
+    come from the gradient pass; the carry checks that on a sample of whole exact parts)."""
     from gnuq_core.lm.gradient import forward_backward
     from gnuq_core.qa.engine import clean, estimator_scores, record_groups
 
