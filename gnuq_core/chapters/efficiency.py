@@ -327,9 +327,11 @@ def gram_takeaway(rows: list[dict[str, Any]], target: float) -> str:
     room = [f"`{r['model']}`" for r in rows if _upper(r["95% CI"]) < target]
     text = (f"The exact norm's Gram products, timed on their own, cost {listed}, against a target of at most "
             f"{target:.2f} forwards above the floor for the whole pass: ")
+    close = [f"`{r['model']}`" for r in rows if f"`{r['model']}`" not in over + room]
     parts = ([f"out of reach on {', '.join(over)} by the arithmetic itself"] if over else []) + (
-        [f"within reach on {', '.join(room)} if the hooks around them cost less"] if room else [])
-    return text + ("; ".join(parts) if parts else "too close to the target to say") + "."
+        [f"within reach on {', '.join(room)} if the hooks around them cost less"] if room else []) + (
+        [f"on {', '.join(close)} they alone come close to it (their interval reaches the target)"] if close else [])
+    return text + "; ".join(parts) + "."
 
 
 def _or(numbers: list[int]) -> str:

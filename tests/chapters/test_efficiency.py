@@ -274,9 +274,10 @@ def test_the_gram_kernel_verdict_says_what_the_full_and_symmetric_products_cost(
     assert text.startswith("The exact norm's Gram products, timed on their own, cost 0.20 forwards on `a`, 0.08 on "
                            "`b`, 0.15 on `c`, against a target of at most 0.15 forwards above the floor")
     assert text.endswith("out of reach on `a` by the arithmetic itself; within reach on `b` if the hooks around them "
-                         "cost less.")
-    assert efficiency.gram_takeaway([row("c", "[0.12, 0.18]", "[0.9, 1.1]")], 0.15).endswith("too close to the "
-                                                                                               "target to say.")
+                         "cost less; on `c` they alone come close to it (their interval reaches the target).")
+    assert efficiency.gram_takeaway([row("c", "[0.12, 0.18]", "[0.9, 1.1]")], 0.15).endswith(
+        "forwards above the floor for the whole pass: on `c` they alone come close to it (their interval reaches "
+        "the target).")
     assert "not timed" in efficiency.gram_takeaway([], 0.15)
     text = efficiency.gram_kernel_verdict([row("b", "[0.08, 0.12]", "[0.60, 0.75]")], 0.15)
     assert "above the target" not in text and "faster than the full product on `b`" in text
