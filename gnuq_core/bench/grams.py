@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from gnuq_core.bench.summary import ratio_summary
 from gnuq_core.lm.floor import gram_products, gram_widths
 from gnuq_core.lm.gradient import answer_log_probs
-from gnuq_core.stats import percentile_bootstrap
 
 __all__ = ["gram_kernels"]
 
@@ -50,11 +50,6 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def _median_ci(values: np.ndarray, seed: int) -> dict[str, Any]:
-    lo, hi = percentile_bootstrap(lambda i: float(np.median(values[i])), len(values), seed=seed)
-    return {"median": float(np.median(values)), "ci": [lo, hi]}
-
-
 def gram_kernels(model: Any, prompt_ids: Sequence[int], answer_ids: Sequence[int], *, repeats: int,
                  device: str = "cpu", seed: int = 0) -> dict[str, Any]:
     """Time the Gram products (`gnuq_core.lm.floor.gram_products`) of one answer's gradient pass.
@@ -63,8 +58,9 @@ def gram_kernels(model: Any, prompt_ids: Sequence[int], answer_ids: Sequence[int
     (`gnuq_core.lm.gradient.answer_log_probs`), in a shuffled order, and sums each kernel's
     times over the pass's Gram matrices (`gnuq_core.lm.floor.gram_widths`, random inputs of
     the model's dtype: the values do not change the cost). Per kernel the result holds the
-    median sum, its per-round ratio to the full product and to the forward (median and
-    bootstrap 95% interval over rounds), and the ratio of multiply-adds it would reach.
+    median sum, its per-round ratio to the full product and to the forward
+    (`gnuq_core.bench.summary.ratio_summary`: median and bootstrap 95% interval over rounds),
+    and the ratio of multiply-adds it would reach.
     Nothing is timed (no kernels) where the pass forms no Gram matrix at this length.
     """
     if repeats < 1:
@@ -105,8 +101,8 @@ def gram_kernels(model: Any, prompt_ids: Sequence[int], answer_ids: Sequence[int
                            "forward_seconds": float(np.median(totals["forward"])), "kernels": {}}
     for name, (_, ideal) in kernels.items():
         out["kernels"][name] = {"seconds": float(np.median(totals[name])), "ideal": ideal,
-                                "ratio": _median_ci(totals[name] / totals["full"], seed),
-                                "over_forward": _median_ci(totals[name] / totals["forward"], seed)}
+                                "ratio": ratio_summary(totals[name], totals["full"], seed=seed),
+                                "over_forward": ratio_summary(totals[name], totals["forward"], seed=seed)}
     symmetric = {n: k for n, k in out["kernels"].items() if n != "full"}
     out["best"] = min(symmetric, key=lambda n: symmetric[n]["ratio"]["median"]) if symmetric else None
     return out
