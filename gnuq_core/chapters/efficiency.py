@@ -291,13 +291,13 @@ def gram_kernel_verdict(rows: list[dict[str, Any]], target: float) -> str:
     if not rows:
         return "The Gram products were not timed on their own in this build."
     names = lambda rs: ", ".join(f"`{r['model']}`" for r in rs)  # noqa: E731
-    over = [r for r in rows if _lower(r["95% CI"]) > target]
+    over = _against(rows, target)["over"]
     text = ("Timed on their own beside a forward of the same question (its median-length one), the full Gram "
             "products of one pass cost " + "; ".join(
                 f"`{r['model']}` {r['Gram products ÷ forward']:.2f} forwards (95% CI {_dash(r['95% CI'])}, "
                 f"T = {r['rows T']})" for r in rows) + ". ")
     if over:
-        text += (f"On {names(over)} that alone is above the target of {target:.2f}: no pass that forms these Gram "
+        text += (f"On {', '.join(over)} that alone is above the target of {target:.2f}: no pass that forms these Gram "
                  "matrices in full can meet it there, whatever its hooks cost. ")
     faster = [r for r in rows if _upper(r["its 95% CI"]) < 1]
     kernels = "; ".join(f"`{r['model']}` {r['fastest symmetric kernel']} {r['its time ÷ full']:.2f} of the full "
@@ -323,15 +323,24 @@ def gram_takeaway(rows: list[dict[str, Any]], target: float) -> str:
         return "The exact norm's Gram products were not timed on their own in this build."
     listed = ", ".join(f"{r['Gram products ÷ forward']:.2f}{' forwards' if i == 0 else ''} on `{r['model']}`"
                        for i, r in enumerate(rows))
-    over = [f"`{r['model']}`" for r in rows if _lower(r["95% CI"]) > target]
-    room = [f"`{r['model']}`" for r in rows if _upper(r["95% CI"]) < target]
+    over, room, close = _against(rows, target).values()
     text = (f"The exact norm's Gram products, timed on their own, cost {listed}, against a target of at most "
             f"{target:.2f} forwards above the floor for the whole pass: ")
-    close = [f"`{r['model']}`" for r in rows if f"`{r['model']}`" not in over + room]
     parts = ([f"out of reach on {', '.join(over)} by the arithmetic itself"] if over else []) + (
         [f"within reach on {', '.join(room)} if the hooks around them cost less"] if room else []) + (
         [f"on {', '.join(close)} they alone come close to it (their interval reaches the target)"] if close else [])
     return text + "; ".join(parts) + "."
+
+
+def _against(rows: list[dict[str, Any]], target: float) -> dict[str, list[str]]:
+    """The models (as code) whose timed Gram products' interval (rows of
+    `gnuq_core.bench.report.gram_rows`) lies above ``target`` (``"over"``), below it
+    (``"room"``), or reaches it (``"close"``)."""
+    out: dict[str, list[str]] = {"over": [], "room": [], "close": []}
+    for r in rows:
+        lo, hi = _bounds(r["95% CI"])
+        out["over" if lo > target else "room" if hi < target else "close"].append(f"`{r['model']}`")
+    return out
 
 
 def _or(numbers: list[int]) -> str:
@@ -352,10 +361,6 @@ def _bounds(interval: str) -> tuple[float, float]:
     except ValueError:
         return float("nan"), float("nan")
     return lo, hi
-
-
-def _lower(interval: str) -> float:
-    return _bounds(interval)[0]
 
 
 def _upper(interval: str) -> float:
