@@ -373,6 +373,7 @@ def _floor(res: dict[str, Any], out: Result) -> None:
     out.tables["floor"] = floor_table(floor)
     above = [r for r in floor if np.isfinite(r["above floor"])]
     counted = [r for r in floor if np.isfinite(r["norm multiply-adds ÷ forward"])]
+    grams = report.gram_rows(res)
     out.values.update(
         target_ratio=bench_config.TARGET_GRAD_OVER_FORWARD, target_above_floor=bench_config.TARGET_ABOVE_FLOOR,
         above_floor_list=Markdown("; ".join(
@@ -387,8 +388,8 @@ def _floor(res: dict[str, Any], out: Result) -> None:
             f"({r['symmetric']:.3f} with symmetric products)"
             for r in counted) or "not counted in this build"),
         arithmetic_verdict=Markdown(arithmetic_verdict(counted, bench_config.TARGET_ABOVE_FLOOR)),
-        gram_kernel_verdict=Markdown(gram_kernel_verdict(report.gram_rows(res), bench_config.TARGET_ABOVE_FLOOR)),
-        gram_takeaway=Markdown(gram_takeaway(report.gram_rows(res), bench_config.TARGET_ABOVE_FLOOR)),
+        gram_kernel_verdict=Markdown(gram_kernel_verdict(grams, bench_config.TARGET_ABOVE_FLOOR)),
+        gram_takeaway=Markdown(gram_takeaway(grams, bench_config.TARGET_ABOVE_FLOOR)),
         floor_bound_list=Markdown("; ".join(
             f"`{r['model']}` {r['floor ÷ forward']:.2f} forwards"
             for r in floor if np.isfinite(r["floor ÷ forward"])) or "not measured in this build"),
