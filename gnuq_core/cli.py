@@ -247,9 +247,9 @@ def _cmd_qa(args: argparse.Namespace) -> int:
 
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "chapter": ("gnuq_core.repro.chapters", "run or list the book's chapters with a profile (papermill)"),
-    "study": ("gnuq_core.qa.study", "the QA study's records: fill, merge, where, carry (shardable with torchrun)"),
+    "study": ("gnuq_core.qa.study", "the QA study's records: fill, merge, where, verify (shardable with torchrun)"),
     "bench": ("gnuq_core.bench.__main__", "the efficiency benchmark (make bench)"),
-    "store": ("gnuq_core.store.__main__", "the results store: status, carry across a code change, simulate a CPU"),
+    "store": ("gnuq_core.store.__main__", "the results store: status, verify, simulate a CPU"),
 }
 """Subcommands whose module has its own parser: ``gnuq NAME ...`` is ``python -m MODULE ...``."""
 

@@ -98,12 +98,18 @@ def run_command(body: Callable[[], int], *, interrupted: str | Callable[[], str]
     - a ``torchrun`` rank that lost its peer (`gnuq_core.repro.shards.PeerLost`) prints its line
       and returns `~gnuq_core.repro.shards.PEER_LOST_EXIT`;
     - Ctrl-C prints ``interrupted`` (what was kept, how to resume) and returns `SIGINT_EXIT`;
+    - a reader that closed the pipe (``| head``) ends the output quietly (status 0);
     - anything else is a bug: its traceback propagates (exit status 1).
     """
+    import os
     import sys
 
     try:
         return body()
+    except BrokenPipeError:
+        # the reader has what it wanted; point stdout at /dev/null so the interpreter's final flush is quiet too
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         print(interrupted() if callable(interrupted) else interrupted, file=sys.stderr)
         return SIGINT_EXIT

@@ -15,12 +15,10 @@ from typing import Any
 import numpy as np
 
 from gnuq_core.bayes import laplace
-from gnuq_core.bayes.bnn import MLPConfig, MapResult, fit_map
+from gnuq_core.bayes.bnn import MapResult, fit_map
 from gnuq_core.bayes.reference import Setting, prepare, release_compiled
-from gnuq_core.bayes.synthetic import Dataset
-from gnuq_core.repro.cache import cached
 
-__all__ = ["MapSummary", "cached_map", "local_estimates"]
+__all__ = ["MapSummary", "local_estimates"]
 
 
 @dataclass(frozen=True)
@@ -47,14 +45,8 @@ class MapSummary:
         return cls(float(mp.neg_log_joint), float(mp.grad_norm), float(np.abs(mp.theta).max()), list(mp.restarts))
 
 
-def cached_map(cfg: MLPConfig, data: Dataset, seed: int, n_restarts: int) -> MapResult:
-    """:func:`gnuq_core.bayes.bnn.fit_map`, cached under ``map/``."""
-    key = dict(model=cfg.as_dict(), data=data.config, seed=seed, n_restarts=n_restarts, version=1)
-    return cached("map", key, lambda: fit_map(cfg, data.x_train, data.y_train, n_restarts=n_restarts, seed=seed))
-
-
 def local_estimates(setting: Setting, laplace_estimates: bool = True, ntk: bool = False,
-                    query_sets: tuple[str, ...] = ("in", "grid"), fresh: bool = False) -> dict[str, Any]:
+                    query_sets: tuple[str, ...] = ("in", "grid")) -> dict[str, Any]:
     """The MAP fit and the local estimates of one setting, as a plain record (JSON-able).
 
     This is what the results store keeps (``results/local_estimates/``) and what
@@ -69,8 +61,6 @@ def local_estimates(setting: Setting, laplace_estimates: bool = True, ntk: bool 
     ----------
     setting, laplace_estimates, ntk, query_sets
         As in :func:`evaluate`.
-    fresh : bool
-        Fit the MAP from scratch instead of reading the local cache (the store's check).
 
     Returns
     -------
@@ -80,14 +70,14 @@ def local_estimates(setting: Setting, laplace_estimates: bool = True, ntk: bool 
     """
     t0 = time.perf_counter()
     data, cfg = prepare(setting)
-    mp = (fit_map(cfg, data.x_train, data.y_train, n_restarts=setting.n_restarts, seed=setting.seed) if fresh
-          else cached_map(cfg, data, setting.seed, setting.n_restarts))
+    mp = fit_map(cfg, data.x_train, data.y_train, n_restarts=setting.n_restarts, seed=setting.seed)
     record: dict[str, Any] = {"map": asdict(MapSummary.of(mp)), "q": {}}
     for name in query_sets:
         xs = data.queries[name]
         est = laplace.estimates(cfg, mp.theta, data.x_train, data.y_train, xs, laplace=laplace_estimates)
+        kept = (("p", "pred_class"), "_p") if cfg.task == "multiclass" else (("f",), "_f")  # the rest derives
         entry: dict[str, Any] = {"est": {k: np.asarray(v).tolist() for k, v in est.items()
-                                         if k == "f" or k.endswith("_f")}}
+                                         if k in kept[0] or k.endswith(kept[1])}}
         if ntk:
             view = laplace.ntk_view(cfg, mp.theta, data.x_train, xs)
             entry["ntk"] = {"ggn_f": view["ggn_f"].tolist(), "span_frac": view["span_frac"].tolist(),

@@ -19,8 +19,7 @@ from __future__ import annotations
 import functools
 import time
 import warnings
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import jax
@@ -29,12 +28,10 @@ import numpy as np
 
 from gnuq_core.bayes.bnn import MLPConfig, forward, numpyro_model, x64
 from gnuq_core.bayes.synthetic import Dataset
-from gnuq_core.repro.cache import cached
 
-__all__ = ["NutsSettings", "NutsResult", "run_nuts", "cached_nuts", "predictive_f", "reference_variance",
-           "diagnostics", "split_agreement", "reference_summary", "CACHE_VERSION"]
+__all__ = ["NutsSettings", "NutsResult", "run_nuts", "predictive_f", "reference_variance",
+           "diagnostics", "split_agreement", "reference_summary"]
 
-CACHE_VERSION = 2  # bump when the sampler code changes what it returns
 
 
 @dataclass(frozen=True)
@@ -150,14 +147,6 @@ def run_nuts(cfg: MLPConfig, data: Dataset, settings: NutsSettings, seed: int = 
     )
 
 
-def cached_nuts(cfg: MLPConfig, data: Dataset, settings: NutsSettings, seed: int = 0,
-                root: Path | None = None) -> NutsResult:
-    """:func:`run_nuts`, cached on disk under ``mcmc/`` keyed by model, data, settings and seed."""
-    config = dict(version=CACHE_VERSION, model=cfg.as_dict(), data=data.config, settings=asdict(settings),
-                  seed=seed)
-    return cached("mcmc", config, lambda: run_nuts(cfg, data, settings, seed), root=root)
-
-
 @functools.lru_cache(maxsize=128)
 def _predict_fn(cfg: MLPConfig) -> Any:
     return jax.jit(jax.vmap(lambda t, x: forward(cfg, t, x), in_axes=(0, None)))
@@ -165,23 +154,38 @@ def _predict_fn(cfg: MLPConfig) -> Any:
 
 @x64
 def predictive_f(cfg: MLPConfig, theta: np.ndarray, xs: np.ndarray, batch: int = 256) -> np.ndarray:
-    """f(x; θ_s) for every draw: ``(..., n_queries)`` for θ of shape ``(..., n_params)``."""
+    """f(x; θ_s) for every draw: ``(..., n_queries)`` for θ of shape ``(..., n_params)``
+    (multiclass: ``(..., n_queries, n_classes)``)."""
     flat = theta.reshape(-1, theta.shape[-1])
     fn, x = _predict_fn(cfg), jnp.asarray(xs, jnp.float64)
     out = np.concatenate([np.asarray(fn(jnp.asarray(flat[i:i + batch]), x)) for i in range(0, len(flat), batch)])
-    return out.reshape(*theta.shape[:-1], xs.shape[0])
+    return out.reshape(*theta.shape[:-1], *out.shape[1:])
+
+
+def probabilities(task: str, f: np.ndarray) -> np.ndarray:
+    """The predicted probabilities of outputs ``f``: sigmoid f (binary), softmax over the last axis
+    flattened with the queries (multiclass: ``(..., n_queries · n_classes)``, query-major)."""
+    if task == "multiclass":
+        z = np.exp(f - f.max(axis=-1, keepdims=True))
+        return (z / z.sum(axis=-1, keepdims=True)).reshape(*f.shape[:-2], -1)
+    return 1.0 / (1.0 + np.exp(-f))
 
 
 def reference_variance(task: str, f: np.ndarray) -> dict[str, np.ndarray]:
-    """Posterior predictive mean and variance from draws ``f`` of shape ``(chains, draws, n)``.
+    """Posterior predictive mean and variance from draws ``f`` of shape ``(chains, draws, n)``
+    (multiclass: ``(chains, draws, n, n_classes)``).
 
-    Returns ``var_f`` (variance of f) always; for classification also ``mean_p`` and
-    ``var_p`` (of the probability sigmoid f); for regression ``mean_f``.
+    Returns ``var_f`` and ``mean_f`` (of f) for binary classification and regression; for
+    classification also ``mean_p`` and ``var_p`` (of the probability), for multiclass those of
+    every class's probability, query-major (``n · n_classes`` values), and no ``_f``.
     """
+    if task == "multiclass":
+        p = probabilities(task, f.reshape(-1, *f.shape[-2:]))
+        return {"var_p": p.var(0), "mean_p": p.mean(0)}
     flat = f.reshape(-1, f.shape[-1])
     out = {"var_f": flat.var(0), "mean_f": flat.mean(0)}
     if task == "classification":
-        p = 1.0 / (1.0 + np.exp(-flat))
+        p = probabilities(task, flat)
         out.update(var_p=p.var(0), mean_p=p.mean(0))
     return out
 
@@ -203,7 +207,7 @@ def split_agreement(task: str, f: np.ndarray, key: str | None = None) -> dict[st
     """
     from scipy.stats import spearmanr
 
-    key = key or ("var_p" if task == "classification" else "var_f")
+    key = key or ("var_f" if task == "regression" else "var_p")
     a, b = (reference_variance(task, h)[key] for h in _halves(f))
     r = float(spearmanr(a, b).statistic)
     return {"rho_half": r, "rho_full": 2 * r / (1 + r) if r > -1 else float("nan")}
@@ -225,10 +229,11 @@ def diagnostics(result: NutsResult, f: np.ndarray | None = None, task: str = "cl
     result : NutsResult
         The sampler output.
     f : numpy.ndarray, optional
-        Predictions ``(chains, draws, n_queries)`` (logits or means); their R-hat and
-        bulk ESS are reported as well (and, for classification, those of sigmoid f).
+        Predictions ``(chains, draws, n_queries)`` (logits or means; multiclass with a last
+        axis of classes); the R-hat and bulk ESS of the probabilities (classification) or
+        means (regression) are reported as well.
     task : str
-        ``"classification"`` or ``"regression"``.
+        ``"classification"``, ``"multiclass"`` or ``"regression"``.
     max_params : int
         θ diagnostics use at most this many (evenly spaced) parameters.
 
@@ -251,7 +256,7 @@ def diagnostics(result: NutsResult, f: np.ndarray | None = None, task: str = "cl
         out["rhat_theta_max"] = float(np.nanmax(_az(az.rhat, th)) if th.shape[0] > 1 else np.nan)
         out["ess_theta_min"] = float(np.nanmin(_az(az.ess, th, method="bulk")))
         if f is not None:
-            pred = 1.0 / (1.0 + np.exp(-f)) if task == "classification" else f
+            pred = f if task == "regression" else probabilities(task, f)
             rh = _az(az.rhat, pred) if pred.shape[0] > 1 else np.full(pred.shape[-1], np.nan)
             es = _az(az.ess, pred, method="bulk")
             out.update(rhat_pred_max=float(np.nanmax(rh)) if np.isfinite(rh).any() else float("nan"),
@@ -270,7 +275,7 @@ def _rounded(a: np.ndarray, digits: int = 7) -> list[float]:
 
 
 def reference_summary(cfg: MLPConfig, data: Dataset, settings: NutsSettings, seed: int,
-                      query_sets: tuple[str, ...], fresh: bool = False) -> dict[str, Any]:
+                      query_sets: tuple[str, ...]) -> dict[str, Any]:
     """Everything the chapters use from a NUTS reference, as a JSON-serialisable dict.
 
     This is what the results store keeps for the full profile: no draws, only per query
@@ -283,8 +288,6 @@ def reference_summary(cfg: MLPConfig, data: Dataset, settings: NutsSettings, see
         As for :func:`run_nuts`.
     query_sets : tuple of str
         Names of ``data.queries`` to summarise.
-    fresh : bool
-        Sample again instead of reading the disk cache (used to verify stored results).
 
     Returns
     -------
@@ -294,7 +297,7 @@ def reference_summary(cfg: MLPConfig, data: Dataset, settings: NutsSettings, see
         predictions), ``split`` (and ``split_f`` in classification) from
         :func:`split_agreement`, and ``timings`` (``wall_s``, machine-dependent).
     """
-    res = run_nuts(cfg, data, settings, seed) if fresh else cached_nuts(cfg, data, settings, seed)
+    res = run_nuts(cfg, data, settings, seed)
     q: dict[str, Any] = {}
     for name in query_sets:
         f = predictive_f(cfg, res.theta, data.queries[name])

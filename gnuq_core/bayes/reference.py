@@ -16,7 +16,7 @@ import jax
 from gnuq_core.bayes import mcmc
 from gnuq_core.bayes.bnn import MLPConfig
 from gnuq_core.bayes.synthetic import Dataset, make_dataset
-from gnuq_core.repro.cache import config_key
+from gnuq_core.repro.keys import config_key
 
 __all__ = ["Setting", "setting_id", "prepare", "reference", "release_compiled"]
 
@@ -28,7 +28,7 @@ class Setting:
     Attributes
     ----------
     problem : str
-        ``"two_moons"`` or ``"gap_regression"``.
+        A registered problem (`gnuq_core.bayes.synthetic.PROBLEMS`).
     data : dict
         Keyword arguments of the problem's generator (``seed`` is added from ``seed``).
     model : dict
@@ -57,16 +57,17 @@ def setting_id(setting: Setting, query_sets: tuple[str, ...] = ("in", "grid")) -
 
 def prepare(setting: Setting) -> tuple[Dataset, MLPConfig]:
     data = make_dataset(setting.problem, **{**setting.data, "seed": setting.seed})
-    cfg = MLPConfig(**{**setting.model, "input_dim": data.input_dim, "task": data.task})
+    classes = {"n_classes": data.n_classes} if data.task == "multiclass" else {}
+    cfg = MLPConfig(**{**setting.model, "input_dim": data.input_dim, "task": data.task, **classes})
     if cfg.task == "regression" and "noise_sigma" not in setting.model:
         cfg = MLPConfig(**{**asdict(cfg), "noise_sigma": data.config["noise"]})
     return data, cfg
 
 
-def reference(setting: Setting, query_sets: tuple[str, ...] = ("in", "grid"), fresh: bool = False) -> dict[str, Any]:
+def reference(setting: Setting, query_sets: tuple[str, ...] = ("in", "grid")) -> dict[str, Any]:
     """The NUTS reference of ``setting`` summarised (:func:`gnuq_core.bayes.mcmc.reference_summary`)."""
     data, cfg = prepare(setting)
-    summary = mcmc.reference_summary(cfg, data, setting.nuts, setting.seed, query_sets, fresh=fresh)
+    summary = mcmc.reference_summary(cfg, data, setting.nuts, setting.seed, query_sets)
     release_compiled()
     return summary
 

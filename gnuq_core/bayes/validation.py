@@ -16,12 +16,12 @@ import numpy as np
 
 from gnuq_core.bayes import laplace
 from gnuq_core.bayes.bnn import n_params
-from gnuq_core.bayes.local import MapSummary, cached_map, local_estimates
+from gnuq_core.bayes.local import MapSummary, local_estimates
 from gnuq_core.bayes.reference import Setting, prepare, reference, release_compiled, setting_id
-from gnuq_core.store import Store
+from gnuq_core.store import Sample, Store
 
 __all__ = ["Setting", "MapSummary", "evaluate", "reference", "stored_references", "local_estimates",
-           "stored_local_estimates", "setting_id", "cached_map", "release_compiled", "PAPER_ESTIMATE"]
+           "stored_local_estimates", "setting_id", "release_compiled", "PAPER_ESTIMATE"]
 
 # The quantity the paper compares: ‖∇θ p‖² in classification, ‖∇θ f‖² (the mean) in regression.
 PAPER_ESTIMATE = {"classification": ("iso_p", "var_p"), "regression": ("iso_f", "var_f")}
@@ -32,13 +32,12 @@ def stored_references(settings: Sequence[Setting], query_sets: tuple[str, ...] =
                       progress: bool = True) -> dict[str, dict[str, Any]]:
     """NUTS references of ``settings`` through ``store`` (kind ``nuts_reference``).
 
-    Stored summaries are reused, missing ones computed (reading the local sampler cache
-    when it has them) and appended, and ``verify`` randomly chosen stored ones are sampled
-    again from scratch and compared under the kind's contract (to the stored digits on
-    the platform that made them, within Monte Carlo error elsewhere). With
-    ``verify_max_seconds`` the check draws only among the references that took at most
-    that long to sample (as recorded), so that a build's check fits its time budget (the
-    largest settings took 40 minutes each).
+    Stored summaries are reused, missing ones sampled and appended, and ``verify`` randomly
+    chosen stored ones are sampled again from scratch and compared under the kind's contract
+    (to the stored digits on the platform that made them, within Monte Carlo error
+    elsewhere). With ``verify_max_seconds`` the check draws only among the references that
+    took at most that long to sample (as recorded), so that a build's check fits its time
+    budget (the largest settings took 40 minutes each); the page states that rule.
 
     Returns
     -------
@@ -46,12 +45,25 @@ def stored_references(settings: Sequence[Setting], query_sets: tuple[str, ...] =
         :func:`setting_id` -> summary, to pass to :func:`evaluate` as ``reference_summary``.
     """
     by_id = {setting_id(s, query_sets): s for s in settings}
-    recs = store.items(
-        "nuts_reference", {"version": 1}, list(by_id),
-        lambda i: reference(by_id[i], query_sets), recompute=lambda i: reference(by_id[i], query_sets, fresh=True),
-        verify=verify, progress="NUTS references" if progress else None,
-        verify_among=None if verify_max_seconds is None else lambda r: r["timings"]["wall_s"] <= verify_max_seconds)
+    sample = Sample(verify)
+    if verify_max_seconds is not None:
+        stored = store.read("nuts_reference", {})
+        costs = [r["timings"]["wall_s"] for i, r in stored.items() if i in by_id]
+        sample = Sample(verify, among=lambda r: r["timings"]["wall_s"] <= verify_max_seconds,
+                        words=_pool_words(costs, verify_max_seconds))
+    recs = store.items("nuts_reference", {}, list(by_id), lambda i: reference(by_id[i], query_sets), verify=sample,
+                       progress="NUTS references" if progress else None)
     return {r["id"]: r for r in recs}
+
+
+def _pool_words(costs: Sequence[float], max_seconds: float) -> str:
+    """The sentence saying that the check draws only among the references it can afford to sample again."""
+    if not costs:
+        return ""
+    n = sum(c <= max_seconds for c in costs)
+    return (f"The references sampled again are drawn among the {n} of these {len(costs)} that took at most "
+            f"{max_seconds:g} s to sample when they were stored (the longest took {max(costs) / 60:.0f} minutes, "
+            "longer than this whole build may take).")
 
 
 def stored_local_estimates(settings: Sequence[Setting], laplace_estimates: bool = True, ntk: bool = False,
@@ -59,9 +71,9 @@ def stored_local_estimates(settings: Sequence[Setting], laplace_estimates: bool 
                            progress: bool = True) -> dict[str, dict[str, Any]]:
     """:func:`local_estimates` of ``settings`` through ``store`` (kind ``local_estimates``).
 
-    Stored records are reused, missing ones computed (reading the local MAP cache when it
-    has them) and appended, and ``verify`` randomly chosen stored ones are recomputed from
-    scratch (the MAP fitted again) and compared under the kind's contract.
+    Stored records are reused, missing ones computed and appended, and ``verify`` randomly
+    chosen stored ones are recomputed from scratch (the MAP fitted again) and compared under
+    the kind's contract.
 
     Returns
     -------
@@ -69,12 +81,10 @@ def stored_local_estimates(settings: Sequence[Setting], laplace_estimates: bool 
         :func:`setting_id` -> record, to pass to :func:`evaluate` as ``local``.
     """
     by_id = {setting_id(s, query_sets): s for s in settings}
-    config = {"version": 1, "laplace": laplace_estimates, "ntk": ntk, "query_sets": list(query_sets)}
-    recs = store.items(
-        "local_estimates", config, list(by_id),
-        lambda i: local_estimates(by_id[i], laplace_estimates, ntk, query_sets),
-        recompute=lambda i: local_estimates(by_id[i], laplace_estimates, ntk, query_sets, fresh=True),
-        verify=verify, progress="MAP fits and local estimates" if progress else None)
+    config = {"laplace": laplace_estimates, "ntk": ntk, "query_sets": list(query_sets)}
+    recs = store.items("local_estimates", config, list(by_id),
+                       lambda i: local_estimates(by_id[i], laplace_estimates, ntk, query_sets), verify=verify,
+                       progress="MAP fits and local estimates" if progress else None)
     return {r["id"]: r for r in recs}
 
 
@@ -100,6 +110,21 @@ def _local_arrays(record: dict[str, Any], task: str) -> tuple[MapSummary, dict[s
     return MapSummary(m["neg_log_joint"], m["grad_norm"], m["theta_max_abs"], list(m["restarts"])), per_query
 
 
+def _reference_at(cfg: Any, ref: dict[str, Any], est: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The reference's arrays; for classification also ``alea_p``, the posterior's aleatoric
+    E_θ[p(1−p)] = mean_p(1 − mean_p) − var_p. Multiclass: every quantity of the class the MAP
+    predicts at each query (``est["pred_class"]``), the per-class arrays kept as ``<name>_all``."""
+    out = {k: np.asarray(v, float) for k, v in ref.items()}
+    if cfg.task == "multiclass":
+        rows, c = np.arange(len(est["pred_class"])), np.asarray(est["pred_class"], int)
+        for k in ("var_p", "mean_p"):
+            out[f"{k}_all"] = out[k].reshape(len(rows), cfg.n_classes)
+            out[k] = out[f"{k}_all"][rows, c]
+    if cfg.task != "regression":
+        out["alea_p"] = out["mean_p"] * (1 - out["mean_p"]) - out["var_p"]
+    return out
+
+
 def evaluate(setting: Setting, laplace_estimates: bool = True, ntk: bool = False,
              query_sets: tuple[str, ...] = ("in", "grid"), reference_summary: dict[str, Any] | None = None,
              local: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -117,11 +142,11 @@ def evaluate(setting: Setting, laplace_estimates: bool = True, ntk: bool = False
         Which query sets of the data to evaluate.
     reference_summary : dict, optional
         The NUTS reference already at hand (from :func:`stored_references`); by default
-        it is computed, reading the local sampler cache.
+        it is computed.
     local : dict, optional
         The :func:`local_estimates` record already at hand (from
         :func:`stored_local_estimates`, made with the same ``laplace_estimates``, ``ntk``
-        and ``query_sets``); by default it is computed, reading the local MAP cache.
+        and ``query_sets``); by default it is computed.
 
     Returns
     -------
@@ -143,7 +168,7 @@ def evaluate(setting: Setting, laplace_estimates: bool = True, ntk: bool = False
                                          diagnostics=_nan_for_none(ref["nuts"]["diagnostics"])), q={})
     for name in query_sets:
         summary = ref["q"][name]
-        entry = dict(ref={k: np.asarray(v) for k, v in summary["ref"].items()}, est=local_q[name]["est"],
+        entry = dict(ref=_reference_at(cfg, summary["ref"], local_q[name]["est"]), est=local_q[name]["est"],
                      diag=_nan_for_none(summary["diag"]), split=_nan_for_none(summary["split"]))
         if "split_f" in summary:
             entry["split_f"] = _nan_for_none(summary["split_f"])

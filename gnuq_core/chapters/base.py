@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 from gnuq_core.options import OPTIONS, Rule, finite_problem, size_problem
 from gnuq_core.repro.display import BookFigure
+from gnuq_core.repro.fingerprint import describe as describe_fingerprint
 
 __all__ = ["ChapterError", "ChapterParams", "Result", "param", "glue_values", "glue_figure", "profile_values", "COUNT",
            "NONNEG"]
@@ -192,3 +194,46 @@ def glue_figure(name: str, fig: Any) -> None:
 
     glue(name, BookFigure(fig), display=False)
     plt.close(fig)
+
+
+def store_words(store: Any, what: str, kinds: Sequence[str], extra: str = "") -> str:
+    """Markdown (a paragraph, a bullet per check, the platforms): where ``what`` came from in
+    this build and how it was checked, from what ``store`` (`gnuq_core.store.Store`) read,
+    computed and checked of ``kinds`` (the page's statement of its stored results).
+    ``extra`` ends the paragraph."""
+    reads = [r for r in store.reads if r.kind in kinds]
+    folders = ", ".join(f"`{f}/`" for f in sorted({Path(r.file).parent.name for r in reads})) or ", ".join(kinds)
+    stored = sum(r.stored for r in reads)
+    computed = sum(r.computed for r in reads)
+    if not store.check:
+        return (f"{what} come from {store.label} ({folders}): {stored:,} items read back, {computed:,} computed in "
+                "this build. A preview does not check its cache against recomputation; the paper edition reads "
+                "the repository's results store and recomputes a random sample from scratch, under each kind's "
+                "reproducibility contract.")
+    text = (f"{what} are read from {store.label} ({folders}; each file keyed by the run's configuration and the "
+            f"version of its kind; every number checked finite on reading): {stored:,} items read")
+    text += (f", and {computed:,} computed in this build because they were missing." if computed else ".")
+    checks = store.checks(kinds)
+    if not checks:
+        return text + " No stored item was recomputed from scratch in this build: the store was not checked."
+    rules = " ".join(dict.fromkeys(r.rule for r in reads if r.rule and r.checks))
+    how = "each" if store.verify_all else "drawn at random (with a fixed seed)," if not rules else ""
+    text += (f" To check the store, {len(checks)} stored item{'s were' if len(checks) != 1 else ' was'} "
+             f"{how + ' ' if how else ''}recomputed from scratch and compared under its kind's reproducibility "
+             f"contract.{' ' + rules if rules else ''}"
+             f"{' ' + extra if extra else ''}\n\n")
+    for c in checks[:40]:
+        where = ("the platform that made it" if c.same_platform else
+                 f"another platform than the one that made it (`{c.made_on or 'not recorded'}`)")
+        top = f" (at `{c.worst.path}`)" if c.worst is not None and c.largest > 0 else ""
+        text += (f"- **{c.kind}** `{c.item}`, checked on {where}, {c.contract} contract: {c.rule}. Largest "
+                 f"deviation {c.largest:.2g} of what the contract allows{top}, over {c.compared:,} compared "
+                 "values.\n")
+    if len(checks) > 40:
+        text += f"- … and {len(checks) - 40:,} more, the largest deviation {max(c.largest for c in checks):.2g}.\n"
+    fids = sorted({c.checked_on for c in checks} | {c.made_on for c in checks if c.made_on})
+    prints = store.fingerprints() | {store.fingerprint_id: store.fingerprint}
+    text += "\nPlatforms: " + "; ".join(
+        f"`{fid}`{' (this build)' if fid == store.fingerprint_id else ''} = "
+        f"{describe_fingerprint(prints[fid]) if fid in prints else 'not registered'}" for fid in fids) + "."
+    return text

@@ -306,7 +306,7 @@ def run(p: Params, qa_root: str | Path | None = None) -> Result:
         The build's parameters.
     qa_root : path, optional
         Folder of stored QA records (default: the results store's ``results/qa``; tests pass
-        their own). Records of the current code version are read
+        their own). Records of the QA kind's current version are read
         (`gnuq_core.crosscheck.baselines.stored_runs`).
 
     Returns

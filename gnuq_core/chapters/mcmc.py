@@ -27,7 +27,7 @@ from gnuq_core.bayes.validation import (
     stored_local_estimates,
     stored_references,
 )
-from gnuq_core.chapters.base import COUNT, Result, param
+from gnuq_core.chapters.base import COUNT, Result, param, store_words
 from gnuq_core.chapters.bnn import PRIORS, BnnParams
 from gnuq_core.options import Rule
 from gnuq_core.repro import display as book
@@ -40,7 +40,6 @@ from gnuq_core.repro.claims import (
     judge,
     record,
 )
-from gnuq_core.store.store import pool_words
 
 __all__ = ["Params", "run", "ESTIMATE_NAMES", "figure_cls_maps", "figure_reg_bands", "figure_overstate",
            "figure_scatter"]
@@ -116,10 +115,8 @@ def _evaluate(p: Params, store: Any, out: Result) -> dict[tuple[str, int], dict[
     refs = stored_references(list(jobs.values()), store=store, verify=p.store_verify,
                              verify_max_seconds=p.store_verify_max_seconds)
     local = stored_local_estimates(list(jobs.values()), store=store, verify=p.store_verify)
-    out.values["store_words"] = Markdown(store.describe(
-        "The NUTS summaries and the MAP fits with their local estimates", ["nuts_reference", "local_estimates"],
-        extra=pool_words([r["timings"]["wall_s"] for r in refs.values()], p.store_verify_max_seconds,
-                         "NUTS references", "sample")))
+    out.values["store_words"] = Markdown(store_words(store,
+        "The NUTS summaries and the MAP fits with their local estimates", ["nuts_reference", "local_estimates"]))
     runs = {key: evaluate(setting, reference_summary=refs.get(setting_id(setting)),
                           local=local.get(setting_id(setting)))
             for key, setting in tqdm(jobs.items(), desc="settings")}

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from gnuq_core import stats
-from gnuq_core.chapters.base import COUNT, NONNEG, ChapterParams, Result, param
+from gnuq_core.chapters.base import COUNT, NONNEG, ChapterParams, Result, param, store_words
 from gnuq_core.isotropy import proxy, proxy_stored, text_proxy
 from gnuq_core.isotropy.proxy import sample_task
 from gnuq_core.options import Rule
@@ -162,7 +162,7 @@ def run(p: Params, store: Any, profile: str) -> Result:
     out = Result()
     runs, summary = _synthetic(p, store, out)
     text_runs = _text(p, store, out)
-    out.values["store_words"] = Markdown(store.describe(
+    out.values["store_words"] = Markdown(store_words(store,
         "The expensive results of this chapter (the synthetic sweep, one item per seed: a training run and the GGN of "
         "every proxy shift; the sentence-encoder experiment, one item per head seed: the MiniLM embeddings, the head's "
         "training and curvatures)", proxy_stored.KINDS))

@@ -29,7 +29,7 @@ import pandas as pd
 from IPython.display import Markdown
 from scipy.stats import spearmanr
 
-from gnuq_core.chapters.base import COUNT, NONNEG, ChapterParams, Result, param
+from gnuq_core.chapters.base import COUNT, NONNEG, ChapterParams, Result, param, store_words
 from gnuq_core.lm.clustering import EmbeddingClusterer
 from gnuq_core.lm.models import load_model
 from gnuq_core.options import MAX_THREADS, OPTIONS, Rule
@@ -196,7 +196,7 @@ def _answer(p: Params, store: Any, subsets: dict[str, list[Any]], mc_subset: lis
         config = qa_study.chapter_config(name, max_new_tokens=p.max_new_tokens, n_samples=p.n_samples, seed=p.seed)
         for d in DATASETS:
             runs[name, d] = qa_study.run_dataset(lm, subsets[d], config, progress=False, store=store,
-                                                 verify=p.store_verify, compute_missing=p.compute_missing)
+                                                 verify=p.store_verify, read_only=not p.compute_missing)
         mc = stored_mc_scores(lm, name, mc_subset, store=store, verify=p.store_verify)
         mc_rows.append({"model": short(name), "MC1": float(np.mean([m["mc1"] for m in mc])),
                         "MC2": float(np.mean([m["mc2"] for m in mc])), "questions": len(mc)})
@@ -226,7 +226,7 @@ def _common(p: Params, store: Any, all_items: dict[str, list[Any]], subsets: dic
                 "answered (per model: " + "; ".join(f"{short(name)}: {NAMES[d]} {stored[name, d]:,} of "
                                                     f"{len(all_items[d]):,}" for name in p.models for d in DATASETS)
                 + "), and the claims' evidence gates (section 10) decide whether that is enough to judge. ")
-    out.values["store_state"] = Markdown(coverage + store.describe(
+    out.values["store_state"] = Markdown(coverage + store_words(store,
         "The per-question records (answers, samples, gradient norms, baselines) and the multiple-choice scores",
         ["qa", "qa_mc"]))
     return groups, reading_only

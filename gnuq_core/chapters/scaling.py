@@ -30,12 +30,11 @@ from gnuq_core.bayes.validation import (
     stored_local_estimates,
     stored_references,
 )
-from gnuq_core.chapters.base import COUNT, Result, param
+from gnuq_core.chapters.base import COUNT, Result, param, store_words
 from gnuq_core.chapters.bnn import PRIORS, BnnParams
 from gnuq_core.options import Rule
 from gnuq_core.repro import display as book
 from gnuq_core.repro.claims import C1_MIN_RHO, Measurement, judge, record
-from gnuq_core.store.store import pool_words
 
 __all__ = ["Params", "run", "grid", "settings", "figure_scaling", "figure_ntk", "PROBLEMS", "TARGET_ACCEPT"]
 
@@ -136,10 +135,8 @@ def _evaluate(p: Params, store: Any, out: Result) -> tuple[dict, Any, dict[str, 
                              verify_max_seconds=p.store_verify_max_seconds)
     local = stored_local_estimates(list(jobs.values()), laplace_estimates=False, ntk=True, store=store,
                                    verify=p.store_verify)
-    out.values["store_words"] = Markdown(store.describe(
-        "The NUTS summaries and the MAP fits with their local estimates", ["nuts_reference", "local_estimates"],
-        extra=pool_words([r["timings"]["wall_s"] for r in refs.values()], p.store_verify_max_seconds,
-                         "NUTS references", "sample")))
+    out.values["store_words"] = Markdown(store_words(store,
+        "The NUTS summaries and the MAP fits with their local estimates", ["nuts_reference", "local_estimates"]))
     rows, results = [], {}
     boots: dict[str, list[np.ndarray]] = {"rho": [], "rho_logit": [], "rho_prior": []}
     for key, setting in tqdm(jobs.items(), desc="models"):

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from gnuq_core import stats
-from gnuq_core.chapters.base import COUNT, ChapterParams, Result, param
+from gnuq_core.chapters.base import COUNT, ChapterParams, Result, param, store_words
 from gnuq_core.isotropy import spectra, stored
 from gnuq_core.options import Rule
 from gnuq_core.repro import display as book
@@ -64,8 +64,6 @@ class Params(ChapterParams):
     n_boot: int = param(5000, COUNT, "bootstrap resamples of query points")
     store_verify: int = param(1, Rule(minimum=0, integer=True),
                               "stored items of each kind recomputed from scratch and compared (the paper edition)")
-    store_verify_max_width: int = param(64, COUNT, "exact spectra are re-checked only up to this width "
-                                                   "(width 96 alone takes minutes)")
 
     @property
     def dampings(self) -> list[float]:
@@ -78,7 +76,7 @@ def _exact(p: Params, store: Any, out: Result) -> list[dict[str, Any]]:
 
     cases = stored.exact_cases(p.widths, seed=p.seed, n_train=p.n_train, steps=p.train_steps,
                                weight_decay=p.weight_decay, dampings=p.dampings, n_grid=p.n_grid, store=store,
-                               verify=p.store_verify, verify_max_width=p.store_verify_max_width)
+                               verify=p.store_verify)
     rows = [{"width": c["width"], "n_params": c["n_params"], "kind": "GGN" if kind == "ggn" else "Hessian",
              **c["summary"][kind]} for c in cases for kind in ("hessian", "ggn")]
     out.tables["spectra"] = book.table(pd.DataFrame(rows), {
@@ -180,11 +178,9 @@ def run(p: Params, store: Any, profile: str) -> Result:
     cases = _exact(p, store, out)
     big = _large(p, store, cases[-1], out)
     lm = _lm(p, store, out)
-    out.values["store_words"] = Markdown(store.describe(
+    out.values["store_words"] = Markdown(store_words(store,
         "The expensive results of this chapter (per width the exact spectra and the trained parameters; the large "
-        "MLP's SLQ probes, query points and trained parameters; the LM block's SLQ probes; exact spectra are "
-        f"re-checked only up to width {p.store_verify_max_width}, since the widest alone takes longer than the rest "
-        "of the chapter)", KINDS))
+        "MLP's SLQ probes, query points and trained parameters; the LM block's SLQ probes)", KINDS))
     rho_c5, lo_c5, hi_c5 = _damping(p, cases, big, out)
     widest, j0 = cases[-1], out.data["j0"]
     v = out.values

@@ -38,7 +38,8 @@ from gnuq_core.crosscheck.agreement import compare, frame
 from gnuq_core.qa import auroc as au
 from gnuq_core.qa.scores import score_record
 from gnuq_core.repro.shards import read_merged
-from gnuq_core.store.store import RESULTS, Store
+from gnuq_core.store import kinds
+from gnuq_core.store.store import RESULTS, StoreDamaged, damage
 
 __all__ = ["TOL_SCORE", "TOL_TWO_PASSES", "TOL_METRIC", "BASELINES", "stored_runs", "independent_scores", "mann_whitney_auroc",
            "expected_prr", "compare_scores", "labelled_scores", "compare_metrics"]
@@ -65,19 +66,22 @@ BASELINES: dict[str, str] = {
 
 
 def stored_runs(root: str | Path | None = None) -> dict[tuple[str, str], list[dict[str, Any]]]:
-    """The stored QA records by ``(model, dataset)``: every run of the current code version in
-    ``results/qa``, shards merged (orphaned files of older code are skipped).
+    """The stored QA records by ``(model, dataset)``: every file of the kind's current version in
+    ``results/qa``, shards merged (stale files of an older version are skipped).
 
     Returns an empty dict when the folder holds no records.
     """
-    current = Store(RESULTS, label="the results store").code("qa")
+    current = {"_kind": "qa", "_version": kinds.get("qa").version}
     folder = Path(root) if root is not None else RESULTS / "qa"
     bases = sorted({folder / (p.name[: -len(".jsonl")].split(".rank")[0] + ".jsonl") for p in folder.glob("*.jsonl")})
     runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for base in bases:
         config, records = read_merged(base)
         records = [r for r in records if r.get("type", "record") == "record"]
-        if config and records and config.get("_code") == current:
+        if config and records and {k: config.get(k) for k in current} == current:
+            why = damage(kinds.get("qa"), base, config, records)
+            if why:
+                raise StoreDamaged(why)
             runs.setdefault((str(config.get("model")), str(config.get("dataset"))), []).extend(records)
     return runs
 

@@ -88,7 +88,7 @@ def record_answers(loaded: Any, records: Sequence[Mapping[str, Any]], questions:
             continue
         g = with_prompt_ids(loaded, r, questions[r["id"]])["generation"]
         out.append({"id": r["id"], "prompt_ids": list(g["prompt_ids"]), "answer_ids": list(g["answer_ids"]),
-                    "stored_grad_sq": r.get("grad_sq"), "stored_log_p": r.get("scores", {}).get("log_p")})
+                    "stored_grad_sq": r.get("grad_sq"), "stored_log_p": r.get("log_p")})
     return out
 
 

@@ -15,8 +15,8 @@ Two kinds of stored items (``results/<kind>/<key>.jsonl``, see
 The text items are keyed by hashes of the question texts and labels (never the texts
 themselves: the store holds ids and numbers) and by the encoder's name and package
 version. A build that finds every text item stored does not embed anything: the
-embeddings (two minutes of MiniLM on a CPU) are only computed when a text item is missing
-and absent from the local cache, or when one is recomputed from scratch as the check.
+embeddings (two minutes of MiniLM on a CPU) are only computed when a text item is missing,
+or when one is recomputed from scratch as the check.
 
 Missing items are computed and appended as they come, so a killed run resumes; the
 check recomputes from scratch, the sentence embeddings included. Which store (the
@@ -35,9 +35,8 @@ import numpy as np
 
 from gnuq_core.isotropy import proxy
 from gnuq_core.isotropy import text_proxy
-from gnuq_core.repro.cache import cached
-from gnuq_core.store import Store
-from gnuq_core.store.store import plain
+from gnuq_core.store import Recipe, Store
+from gnuq_core.repro.keys import plain
 
 __all__ = ["KINDS", "synthetic_runs", "text_runs", "minilm_encoder", "compact_synthetic"]
 
@@ -79,8 +78,8 @@ def synthetic_runs(seeds: Sequence[int], deltas: Sequence[float], *, n_train: in
     def compute(i: str) -> dict[str, Any]:
         return compact_synthetic(proxy.run_seed(by_id[i], deltas, **cfg))
 
-    recs = {r["id"]: r for r in store.items("proxy_synthetic", {"deltas": deltas, **cfg, "version": 1}, list(by_id),
-                                            compute, verify=verify, progress="proxy sweep (seeds)")}
+    recs = {r["id"]: r for r in store.items("proxy_synthetic", {"deltas": deltas, **cfg}, list(by_id), compute,
+                                            verify=verify, progress="proxy sweep (seeds)")}
     last = len(deltas) - 1
     out = []
     for i in by_id:
@@ -125,7 +124,7 @@ def text_runs(texts: dict[str, list[str]], labels: dict[str, np.ndarray], seeds:
     encoder, encoder_id : callable, dict, optional
         ``texts -> embeddings`` and what identifies it in the keys. Default: all-MiniLM-L6-v2
         and its package version. Embeddings are computed at most once per call, and only
-        when a seed must be computed (read from the local cache when it has them).
+        when a seed must be computed.
 
     Returns
     -------
@@ -143,19 +142,18 @@ def text_runs(texts: dict[str, list[str]], labels: dict[str, np.ndarray], seeds:
     memo: dict[str, Any] = {}
 
     def embeddings(from_scratch: bool) -> dict[str, np.ndarray]:
-        slot = "fresh" if from_scratch else "cached"
+        slot = "fresh" if from_scratch else "reused"
         if slot not in memo:
-            memo[slot] = (encoder(texts) if from_scratch else
-                          cached("minilm_embeddings", {"texts": texts, **encoder_id}, lambda: encoder(texts)))
+            memo[slot] = encoder(texts)
         return memo[slot]
 
     def run(i: str, from_scratch: bool) -> dict[str, Any]:
         return text_proxy.run_head_experiment(embeddings(from_scratch), labels, seed=by_id[i], **cfg)
 
     key = {"texts": _digest(texts), "labels": _digest(labels), "sizes": {k: len(v) for k, v in texts.items()},
-           **encoder_id, **cfg, "version": 1}
-    recs = {r["id"]: r for r in store.items("proxy_text", key, list(by_id), lambda i: run(i, from_scratch=False),
-                                            recompute=lambda i: run(i, from_scratch=True), verify=verify,
+           **encoder_id, **cfg}
+    recipe = Recipe(lambda i: run(i, from_scratch=False), fresh=lambda i: run(i, from_scratch=True))
+    recs = {r["id"]: r for r in store.items("proxy_text", key, list(by_id), recipe, verify=verify,
                                             progress="proxy text heads (seeds)")}
     return [{**{k: v for k, v in recs[i].items() if k != "id"},
              "u": {m: np.asarray(v, dtype=float) for m, v in recs[i]["u"].items()}} for i in by_id]

@@ -3,9 +3,10 @@
 Three stored kinds (``<store>/<kind>/<key>.jsonl``; their contracts are in
 `gnuq_core.store.kinds`):
 
-- ``hessian_exact``: per width ``"width{w}"``, the exact Hessian and GGN spectra and the
-  damped-vs-isotropic comparison of one small MLP (:func:`damping.exact_case_at`), and
-  ``"theta/width{w}"``, the trained parameters θ* it was computed at;
+- ``hessian_exact``: per width ``"width{w}"``, the exact Hessian and GGN eigenvalues and the
+  damped-vs-isotropic comparison of one small MLP (:func:`damping.exact_case_at`; the
+  spectrum summaries are computed on reading), and ``"theta/width{w}"``, the trained
+  parameters θ* it was computed at;
 - ``hessian_slq_mlp``: the large MLP, one item per SLQ probe (``"hessian/probe{k}"``,
   ``"ggn/probe{k}"``: its Ritz values and weights), per query point (``"query{j}"``, ``j``
   its index in the query grid: the exact, Lanczos and isotropic quadratic forms), and
@@ -36,7 +37,7 @@ from gnuq_core.isotropy import spectra
 from gnuq_core.isotropy.damped import damped_quadratic_form
 from gnuq_core.isotropy.mlp import decode_params, encode_params
 from gnuq_core.stats import spearman_pair
-from gnuq_core.store import Store
+from gnuq_core.store import Recipe, Sample, Store
 from gnuq_core.store.kinds import PREFIX_STEPS
 
 __all__ = ["exact_cases", "large_mlp", "lm_block", "query_indices", "theta_record"]
@@ -50,7 +51,7 @@ def theta_record(params: Any) -> dict[str, Any]:
 
 
 def _made_here(store: Store) -> Any:
-    """``verify_among`` for kinds with θ* items: a θ* item is checked only on the platform that
+    """``Sample.among`` for kinds with θ* items: a θ* item is checked only on the platform that
     made it (elsewhere training takes another path; the items computed from it are checked
     from the stored θ* instead)."""
     return lambda rec: not str(rec["id"]).startswith(THETA) or (rec.get("_made") or {}).get("fp") == store.fingerprint_id
@@ -60,13 +61,13 @@ def _made_here(store: Store) -> Any:
 
 
 def exact_cases(widths: list[int], *, seed: int, n_train: int, steps: int, weight_decay: float,
-                dampings: list[float], n_grid: int, store: Store, verify: int = 1,
-                verify_max_width: int | None = None) -> list[dict[str, Any]]:
+                dampings: list[float], n_grid: int, store: Store, verify: int = 1) -> list[dict[str, Any]]:
     """:func:`damping.exact_case` per width (kind ``hessian_exact``), arrays as numpy arrays.
 
-    ``verify`` stored items, drawn at random with a fixed seed among the widths up to
-    ``verify_max_width`` (default: all) and their θ*, are recomputed from scratch. An exact
-    spectrum costs O(P³) with P ≈ w² parameters: width 96 takes minutes, width 64 a tenth.
+    The widest network's item, whose spectra the chapter quotes, is recomputed in every build
+    (about a minute at width 96: its Hessian's eigenvalues; the GGN by its Gram matrix), and
+    ``verify`` more stored items, drawn at random with a fixed seed among the widths and
+    their θ*. On another platform an item is recomputed from the stored θ*.
     """
     cfg = dict(n_train=n_train, steps=steps, weight_decay=weight_decay, dampings=[float(d) for d in dampings],
                n_grid=n_grid)
@@ -97,14 +98,18 @@ def exact_cases(widths: list[int], *, seed: int, n_train: int, steps: int, weigh
         x, y = damping.task_data(seed, n_train)
         return item(i, (params, x, y))
 
-    pool = [i for i, w in by_id.items() if verify_max_width is None or w <= verify_max_width]
-    recs = store.items("hessian_exact", {"seed": seed, **cfg, "version": 1}, list(by_id), compute,
-                       recompute=lambda i: item(i, fit(by_id[i])), from_outputs=from_outputs, verify=verify,
-                       pool=pool, verify_among=_made_here(store), progress="exact spectra")
+    widest = f"width{max(widths)}"
+    sample = Sample(verify, among=_made_here(store), always=[widest],
+                    words=f"The widest network's spectra (`{widest}`), which the chapter quotes, are recomputed in "
+                          "every build; the others are drawn at random.")
+    recs = store.items("hessian_exact", {"seed": seed, **cfg}, list(by_id),
+                       Recipe(compute, fresh=lambda i: item(i, fit(by_id[i])), from_outputs=from_outputs),
+                       verify=sample, progress="exact spectra")
     by_rec = {r["id"]: r for r in recs}
     arrays = ("hess_eigs", "ggn_eigs", "exact", "isotropic")
-    return [{k: np.asarray(v, dtype=float) if k in arrays else v for k, v in by_rec[f"width{w}"].items() if k != "id"}
-            for w in widths]
+    cases = [{k: np.asarray(v, dtype=float) if k in arrays else v for k, v in by_rec[f"width{w}"].items() if k != "id"}
+             for w in widths]
+    return [{**c, "summary": damping.summaries(c, weight_decay)} for c in cases]
 
 
 # ------------------------------------------------------------------ SLQ, large MLP
@@ -189,12 +194,12 @@ def large_mlp(width: int, *, seed: int, n_train: int, steps: int, weight_decay: 
         return _mlp_item(memo["stored_setup"], i, seed, m, weight_decay, idx)
 
     config = {"width": width, "seed": seed, "n_train": n_train, "steps": steps, "weight_decay": weight_decay,
-              "m": m, "n_grid": n_grid, "version": 1}
-    recs = {r["id"]: r for r in store.items(
-        "hessian_slq_mlp", config, ids, compute, recompute=lambda i: _mlp_item(setup_fresh(), i, seed, m, weight_decay,
-                                                                               idx),
-        from_outputs=from_outputs, verify=verify, verify_among=_made_here(store),
-        progress="large MLP (probes, queries)")}
+              "m": m, "n_grid": n_grid}
+    recipe = Recipe(compute, fresh=lambda i: _mlp_item(setup_fresh(), i, seed, m, weight_decay, idx),
+                    from_outputs=from_outputs)
+    recs = {r["id"]: r for r in store.items("hessian_slq_mlp", config, ids, recipe,
+                                            verify=Sample(verify, among=_made_here(store)),
+                                            progress="large MLP (probes, queries)")}
 
     def slq_result(kind: str) -> spectra.SLQResult:
         probes = [recs[f"{kind}/probe{k}"] for k in range(n_probes)]
@@ -252,9 +257,9 @@ def lm_block(source: str, *, n_tokens: int, n_probes: int, m: int, seed: int, st
         return {"alpha": alpha, "beta": beta, "dim": op["dim"], "loss": op["loss"]()}
 
     ids = [f"probe{k}" for k in range(n_probes)]
-    config = {"source": source, "tokens": n_tokens, "m": m, "seed": seed, "layer": -1, "version": 1}
-    recs = {r["id"]: r for r in store.items("hessian_slq_lm", config, ids, compute, recompute=prefix, verify=verify,
-                                            progress="LM block (probes)")}
+    config = {"source": source, "tokens": n_tokens, "m": m, "seed": seed, "layer": -1}
+    recs = {r["id"]: r for r in store.items("hessian_slq_lm", config, ids, Recipe(compute, fresh=prefix),
+                                            verify=verify, progress="LM block (probes)")}
     probes = [recs[i] for i in ids]
     res = spectra.SLQResult([np.asarray(p["nodes"], float) for p in probes],
                             [np.asarray(p["weights"], float) for p in probes], int(probes[0]["dim"]))

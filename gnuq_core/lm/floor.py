@@ -7,8 +7,7 @@ gradient pass is the unavoidable forward + backward and how much the norms thems
 what one forward multiplies: the arithmetic any implementation of the same exact algorithm
 must do, beside the times the benchmark measures; `gram_products` are the ways to form a
 Gram matrix (in full, as the engine does, and symmetric) whose times the benchmark compares.
-(A module of its own, not part of `gnuq_core.lm.gradient`: that module's code keys the QA
-results store, and these functions are measurement aids, not part of the estimator.)
+These are measurement aids beside the estimator, not part of it.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ import torch
 from gnuq_core.estimators.core import unique_params
 from gnuq_core.estimators.hooks import ghost_linear_sq_norms, hooked_sq_norms
 from gnuq_core.lm.anatomy import decoder_of, device_of, logit_transform, upcast
-from gnuq_core.lm.gradient import _ghost_layers
+from gnuq_core.lm.gradient import ghost_layers
 
 __all__ = ["GRAM_BLOCKS", "activation_backward", "ghost_layers_of", "gram_products", "gram_widths", "linear_input_groups", "norm_multiply_adds"]
 
@@ -35,8 +34,7 @@ def ghost_layers_of(model: Any, rows: int) -> dict[int, torch.nn.Linear]:
     which it handles apart."""
     params, _ = unique_params(model)
     apart = {id(model.get_input_embeddings().weight), id(model.get_output_embeddings().weight)}
-    # the gradient module's private selection: a public name there would change the QA store's code version
-    return _ghost_layers(model, [k for k in params if k not in apart], rows, "auto")
+    return ghost_layers(model, [k for k in params if k not in apart], rows, "auto")
 
 
 def activation_backward(model: Any, prompt_ids: Sequence[int], answer_ids: Sequence[int], *,

@@ -160,7 +160,7 @@ def _forward_backward(model: Any, prompt_ids: Sequence[int], answer_ids: Sequenc
     ids = torch.tensor(list(prompt_ids) + list(answer_ids), device=dev)
     n_p = len(prompt_ids)
     targets = ids[n_p:]
-    ghosted = _ghost_layers(model, body, len(ids), ghost)
+    ghosted = ghost_layers(model, body, len(ids), ghost)
     explicit = [k for k in body if k not in ghosted]
     with hooked_sq_norms(params, explicit) as norms, ghost_linear_sq_norms(ghosted) as ghost_norms:
         with torch.enable_grad():
@@ -226,7 +226,7 @@ def gradient_pass(token_log_probs: list[float], sq: Mapping[int, float], selecte
     return GradientPass(token_log_probs, total, group_sq, {names[k][0]: sq.get(k, 0.0) for k in selected}, seconds)
 
 
-def _ghost_layers(model: Any, body: Sequence[int], rows: int, mode: str) -> dict[int, torch.nn.Linear]:
+def ghost_layers(model: Any, body: Sequence[int], rows: int, mode: str) -> dict[int, torch.nn.Linear]:
     """The selected ``nn.Linear`` weights whose norms are taken the ghost way (see `hooks`)."""
     if mode == "never":
         return {}

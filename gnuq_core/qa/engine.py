@@ -5,10 +5,9 @@ forward-backward on the greedy answer; P(True) (one forward); N temperature samp
 (shared by predictive, length-normalised predictive and semantic entropy); clustering
 of the samples. The gradient pass also gives the per-layer split of its norm
 (``group_sq``: embeddings, each decoder block, other; they sum to ``grad_sq``). The record
-keeps the raw pass outputs (token log-probs, entropies, sampled answers with their
-log-probs and cluster ids), so every cheap score can be
-recomputed from the file without the model: the scores are declared once, in
-`gnuq_core.qa.scores`.
+keeps only the raw pass outputs (token log-probs, entropies, the gradient pass's log p and
+squared norms, P(True), sampled answers with their log-probs and cluster ids): every score
+is computed from it on read, without the model, as declared once in `gnuq_core.qa.scores`.
 
 Samples are seeded per question (`question_seed`: the run's seed and the question id), so a
 record is the same whichever process computes it: `run_benchmark` can be sharded over
@@ -26,7 +25,6 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from gnuq_core.estimators import sequence_and_normalized
 from gnuq_core.lm import baselines as bl
 from gnuq_core.lm.anatomy import PRESET_GROUPS
 from gnuq_core.lm.clustering import CLUSTERERS, get_clusterer
@@ -35,11 +33,10 @@ from gnuq_core.lm.gradient import forward_backward
 from gnuq_core.lm.models import check_dtype
 from gnuq_core.lm.prompts import STYLES, PromptError, encode_prompt, format_prompt
 from gnuq_core.options import OPTIONS, OptionError, Rule
-from gnuq_core.qa import scores as registry
 from gnuq_core.repro.shards import World, read_merged, writer
 
-__all__ = ["QAConfig", "evaluate_question", "question_record", "question_seed", "record_groups", "resolved_style",
-           "run_benchmark", "rescore", "rescore_answers", "storable", "clean", "estimator_scores"]
+__all__ = ["QAConfig", "evaluate_question", "gradient_fields", "question_record", "question_seed", "record_groups",
+           "resolved_style", "run_benchmark", "rescore_answers", "storable", "clean"]
 
 _CHOICES = {"style": Rule(choices=("auto", *STYLES)),
             "groups": Rule(choices=PRESET_GROUPS), "clusterer": Rule(choices=CLUSTERERS)}
@@ -150,11 +147,16 @@ def question_seed(seed: int, question_id: str) -> int:
 
 def evaluate_question(model: Any, tokenizer: Any, question: str, config: QAConfig, *, style: str,
                       clusterer: Any = None) -> dict[str, Any]:
-    """All scores, raw pass outputs and timings for one question (a JSON-ready dict).
+    """One question's raw record: what the expensive passes produce (a JSON-ready dict).
 
-    ``grad_sq`` is ``||grad log p||^2`` over the parameters of ``config.groups`` and
-    ``group_sq`` its split by group (`record_groups`; they sum to ``grad_sq``). The samples
-    use ``config.seed`` (`question_record` passes the question's own seed).
+    ``generation``: the greedy answer (token ids, log-probs, entropies, stop token);
+    ``log_p``, ``grad_sq`` and ``group_sq``: the gradient pass on it (the answer's log p as
+    that pass computes it, ``||grad log p||^2`` over the parameters of ``config.groups`` and
+    its split by group, `record_groups`; they sum to ``grad_sq``); ``p_true``: the P(True)
+    pass; ``samples``: the N samples (token ids, log-probs, stop token) with their meaning
+    clusters. Every score is a function of these fields, computed on read
+    (`gnuq_core.qa.scores.score_record`). The samples use ``config.seed`` (`question_record`
+    passes the question's own seed).
 
     ``timings`` holds wall-clock seconds per pass: ``generate``, ``gradient``, ``p_true``,
     ``sample`` (shared by the three sampling baselines) and ``cluster`` (semantic entropy
@@ -169,69 +171,26 @@ def evaluate_question(model: Any, tokenizer: Any, question: str, config: QAConfi
                           max_new_tokens=config.max_new_tokens, stop_at_newline=(style == "fewshot"),
                           seed=config.seed, timings=timings, cpu_timings=cpu)
     with _Clock(timings, cpu, "gradient"):
-        gp = forward_backward(model, ids, gen.answer_ids, groups=record_groups(config.groups), per_group=True)
-    scores = estimator_scores(gp.token_log_probs, gp.grad_sq)
-    record: dict[str, Any] = {"answer": gen.answer, "generation": asdict(gen), "grad_sq": gp.grad_sq,
-                              "group_sq": gp.group_sq}
-    scores.update(_generation_values(record))
+        record: dict[str, Any] = {"answer": gen.answer, "generation": asdict(gen),
+                                  **gradient_fields(model, ids, gen.answer_ids, config)}
     if config.p_true:
         with _Clock(timings, cpu, "p_true"):
-            scores["p_true"] = bl.p_true(model, tokenizer, question, gen.answer, style=style)["p_true"]
+            record["p_true"] = bl.p_true(model, tokenizer, question, gen.answer, style=style)["p_true"]
     if config.n_samples > 0:
         with _Clock(timings, cpu, "cluster"):
             clusters = clusterer([s.answer for s in samples])
         record["samples"] = [{"answer": s.answer, "answer_ids": s.answer_ids, "token_log_probs": s.token_log_probs,
                               "stop_reason": s.stop_reason, "stop_log_prob": s.stop_log_prob,
                               "stop_token_id": s.stop_token_id, "cluster": c} for s, c in zip(samples, clusters)]
-        scores.update(_sample_values(record))
-    record["scores"] = scores
     record["timings"] = {**timings, "cpu": cpu}
     return clean(record)
 
 
-def estimator_scores(token_log_probs: list[float], grad_sq: float) -> dict[str, Any]:
-    """The estimator's values a record stores in ``scores``: those of p = the sequence
-    probability, and under ``"normalized"`` those of the length-normalised p (without its
-    log p and gradient term, which follow from the sequence's); `Uncertainty.to_dict`'s
-    fields, from `gnuq_core.estimators.sequence_and_normalized`."""
-    seq, norm = sequence_and_normalized(token_log_probs, grad_sq)
-    out: dict[str, Any] = seq.to_dict(groups=False)
-    out["normalized"] = {k: v for k, v in norm.to_dict(groups=False).items()
-                         if k not in ("log_p", "log10_grad_log_p_sq")}
-    return out
-
-
-def _generation_values(record: dict[str, Any]) -> dict[str, float]:
-    """The greedy answer's baselines a record stores in ``scores``, as their papers define them
-    (the maximum sequence probability is a probability, the perplexity exp(−mean log p_t))."""
-    gen = record["generation"]
-    return {"max_sequence_probability": bl.max_sequence_probability(gen["token_log_probs"]),
-            "mean_token_entropy": registry.get("mean_token_entropy")(record),
-            "perplexity": bl.perplexity(gen["token_log_probs"])}
-
-
-def _sample_values(record: dict[str, Any]) -> dict[str, float]:
-    """The sampling baselines a record stores in ``scores`` (from `gnuq_core.qa.scores`), and
-    the number of meaning clusters."""
-    out = registry.score_record(record, registry.names(needs="sample"), missing="raise")
-    out["n_clusters"] = float(len({s["cluster"] for s in record["samples"]}))
-    return out
-
-
-def rescore(record: dict[str, Any], clusterer: Any = None) -> dict[str, float]:
-    """Recompute the cheap baselines a record stores in ``scores``, without the model.
-
-    Uses the stored greedy token log-probs/entropies and samples, through the score registry
-    `gnuq_core.qa.scores`; with ``clusterer`` the samples are clustered again (e.g. to compare
-    the exact and embedding clusterers).
-    """
-    if clusterer is not None and record.get("samples"):
-        ids = clusterer([s["answer"] for s in record["samples"]])
-        record = {**record, "samples": [{**s, "cluster": c} for s, c in zip(record["samples"], ids)]}
-    out = _generation_values(record)
-    if record.get("samples"):
-        out.update(_sample_values(record))
-    return out
+def gradient_fields(model: Any, prompt_ids: list[int], answer_ids: list[int], config: QAConfig) -> dict[str, Any]:
+    """The gradient pass's raw fields of a record: ``log_p`` (the answer's log-probability as
+    the pass computes it), ``grad_sq`` and ``group_sq`` (`gnuq_core.lm.gradient.forward_backward`)."""
+    gp = forward_backward(model, prompt_ids, answer_ids, groups=record_groups(config.groups), per_group=True)
+    return {"log_p": math.fsum(gp.token_log_probs), "grad_sq": gp.grad_sq, "group_sq": gp.group_sq}
 
 
 def rescore_answers(model: Any, tokenizer: Any, question: str, stored: dict[str, Any], config: QAConfig, *,
@@ -240,12 +199,12 @@ def rescore_answers(model: Any, tokenizer: Any, question: str, stored: dict[str,
 
     The greedy answer and the samples are taken *as stored* (their tokens are the chaotic
     part of a record: a sampled token near a tie can change on another CPU); everything
-    computed from them is recomputed: the gradient pass on the greedy answer
-    (``grad_sq``, ``group_sq``), its teacher-forced token log-probs and entropies and the
+    computed from them is recomputed: the gradient pass on the greedy answer (``log_p``,
+    ``grad_sq``, ``group_sq``), its teacher-forced token log-probs and entropies and the
     log-prob of its stop token, P(True) of its text, each sample's token and stop log-probs
-    (teacher-forced, in one batch) and meaning clusters, and every score of ``scores``.
-    The results store checks a record made on another platform this way (and a verified
-    carry checks every record this way): the same numbers up to float rounding.
+    (teacher-forced, in one batch) and meaning clusters. The results store checks a record
+    made on another platform this way (and ``gnuq store verify --all`` every record): the
+    same numbers up to float rounding.
     """
     ids = encode_prompt(tokenizer, format_prompt(tokenizer, question, style), style)
     gen = dict(stored["generation"])
@@ -263,17 +222,12 @@ def rescore_answers(model: Any, tokenizer: Any, question: str, stored: dict[str,
     for x, (slp, _) in zip(samples, scored[1:]):
         m = len(x["answer_ids"])
         x.update(token_log_probs=slp[:m], stop_log_prob=slp[m] if x.get("stop_token_id") is not None else None)
-    gp = forward_backward(model, ids, gen["answer_ids"], groups=record_groups(config.groups), per_group=True)
-    scores = estimator_scores(gp.token_log_probs, gp.grad_sq)
-    record: dict[str, Any] = {**stored, "generation": gen, "grad_sq": gp.grad_sq, "group_sq": gp.group_sq}
-    scores.update(_generation_values(record))
-    if "p_true" in stored.get("scores", {}):
-        scores["p_true"] = bl.p_true(model, tokenizer, question, stored["answer"], style=style)["p_true"]
+    record: dict[str, Any] = {**stored, "generation": gen, **gradient_fields(model, ids, gen["answer_ids"], config)}
+    if "p_true" in stored:
+        record["p_true"] = bl.p_true(model, tokenizer, question, stored["answer"], style=style)["p_true"]
     if samples:
         clusters = clusterer([x["answer"] for x in samples]) if clusterer is not None else [x["cluster"] for x in samples]
         record["samples"] = [{**x, "cluster": c} for x, c in zip(samples, clusters)]
-        scores.update(_sample_values(record))
-    record["scores"] = scores
     return clean(record)
 
 

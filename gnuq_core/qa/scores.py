@@ -1,13 +1,13 @@
 """THE registry of uncertainty scores: every score of a QA record, declared once.
 
-The expensive passes produce a record (`gnuq_core.qa.engine.evaluate_question`): the
+The expensive passes produce a raw record (`gnuq_core.qa.engine.evaluate_question`): the
 greedy generation (`gnuq_core.lm.decoding.generate`), the forward-backward pass
-(`gnuq_core.lm.gradient`), P(True) (`gnuq_core.lm.baselines.p_true`), N temperature samples
-and their meaning clusters (`gnuq_core.lm.decoding.sample_answers`,
-`gnuq_core.lm.clustering`), and, from the same gradient pass, the gradient norm split by
-parameter group (the record's field ``group_sq``; `gnuq_core.qa.study.group_norms_of`). A *score*
-is a cheap function of such a record, the split LM-Polygraph makes between stat
-calculators and estimators. Each `Score` states its name, a label for tables, its kind,
+(`gnuq_core.lm.gradient`: the answer's ``log_p``, ``grad_sq`` and its split by parameter
+group ``group_sq``), P(True) (`gnuq_core.lm.baselines.p_true`), N temperature samples and
+their meaning clusters (`gnuq_core.lm.decoding.sample_answers`, `gnuq_core.lm.clustering`).
+A *score* is a cheap function of such a record, computed on read and never stored (the
+split LM-Polygraph makes between stat calculators and estimators): adding one here needs
+no stored file to change. Each `Score` states its name, a label for tables, its kind,
 the record fields it reads, the passes that produced them, the function and its
 citation. The formulas of the baselines live in `gnuq_core.lm.baselines`; this module is
 the only caller of the entropy formulas (semantic entropy included).
@@ -20,8 +20,8 @@ underflow are registered in log10, computed by the estimator's own formulas
 (`gnuq_core.estimators`); a zero gradient (stored as null) is ``-inf``, the estimator's
 one convention, which ranks below every other value.
 
-Field paths: ``"scores.log_p"`` is ``record["scores"]["log_p"]``; ``"samples[].cluster"``
-is the ``cluster`` of every element of ``record["samples"]``.
+Field paths: ``"generation.token_log_probs"`` is ``record["generation"]["token_log_probs"]``;
+``"samples[].cluster"`` is the ``cluster`` of every element of ``record["samples"]``.
 
 Public API: `Score`, `SCORES` (name -> Score, in table order), `KINDS`, `ORIENTATION`,
 `get`, `names`, `score_record`.
@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gnuq_core.estimators import log10_combined, log10_epistemic, sequence_and_normalized
+from gnuq_core.estimators import from_log_p_and_grad_sq, log10_combined, log10_epistemic, sequence_and_normalized
 from gnuq_core.lm import baselines as bl
 
 __all__ = ["ORIENTATION", "KINDS", "Score", "SCORES", "get", "names", "score_record"]
@@ -102,17 +102,19 @@ def _n(r: Record) -> int:
     return max(len(r["generation"]["answer_ids"]), 1)
 
 
-def _log10(v: float | None) -> float:
-    """A stored log10 value; null (a zero that JSON cannot hold as -inf) is -inf."""
-    return -math.inf if v is None else v
+def _aleatoric(r: Record) -> float:
+    """p (1 − p) of the whole answer, p = the sequence probability from the gradient pass's
+    ``log_p``, by the estimator's own formula (`gnuq_core.estimators.from_log_p_and_grad_sq`)."""
+    return from_log_p_and_grad_sq(r["log_p"], 0.0).aleatoric
 
 
 def _log10_grad(r: Record) -> float:
-    return _log10(r["scores"]["log10_grad_log_p_sq"])
+    """log10 ‖∇θ log p‖²; a zero gradient is -inf, the estimator's one convention."""
+    return math.log10(r["grad_sq"]) if r["grad_sq"] > 0 else -math.inf
 
 
 def _log10_epi(r: Record) -> float:
-    return _log10(r["scores"]["log10_epistemic"])
+    return log10_epistemic(r["log_p"], r["grad_sq"])
 
 
 def _normalized(r: Record) -> Any:
@@ -148,7 +150,7 @@ def _last_block(group_sq: Mapping[str, float]) -> float:
 # ----------------------------------------------------------------------------- the registry
 
 _GEN, _GRAD, _SAMPLE = ("generate",), ("generate", "gradient"), ("generate", "sample")
-_EPI_FIELDS = ("scores.log10_epistemic",)
+_EPI_FIELDS = ("log_p", "grad_sq")
 _NORM_FIELDS = ("generation.token_log_probs", "grad_sq")
 _LEN_NORM = "Malinin & Gales 2021 (length normalisation)"
 
@@ -156,11 +158,10 @@ _ALL: tuple[Score, ...] = (
     # the paper's estimator, p = whole-sequence probability
     Score("epistemic", "‖∇θ p‖² (log10), p = sequence probability", "estimator", _EPI_FIELDS, _GRAD,
           _log10_epi, PAPER, "log10 (ranks unchanged)", claim=True),
-    Score("aleatoric", "p (1 − p), p = sequence probability", "estimator", ("scores.aleatoric",), _GRAD,
-          lambda r: r["scores"]["aleatoric"], PAPER, claim=True),
-    Score("combined", "epistemic + aleatoric (log10), p = sequence probability", "estimator",
-          ("scores.log10_epistemic", "scores.aleatoric"), _GRAD,
-          lambda r: log10_combined(_log10_epi(r), r["scores"]["aleatoric"]),
+    Score("aleatoric", "p (1 − p), p = sequence probability", "estimator", ("log_p",), _GRAD,
+          _aleatoric, PAPER, claim=True),
+    Score("combined", "epistemic + aleatoric (log10), p = sequence probability", "estimator", _EPI_FIELDS, _GRAD,
+          lambda r: log10_combined(_log10_epi(r), _aleatoric(r)),
           PAPER, "log10 (ranks unchanged)", claim=True),
     # the same with the length-normalised p = exp(mean log p_t)
     Score("epistemic_norm", "‖∇θ p̄‖², p̄ = exp(mean_t log p_t)", "normalised", _NORM_FIELDS, _GRAD,
@@ -173,22 +174,22 @@ _ALL: tuple[Score, ...] = (
           "log10 (ranks unchanged)"),
     # decomposition: ‖∇p‖² = p² ‖∇ log p‖²
     Score("grad_log_p", "‖∇θ log p‖² (log10): the gradient without the p² factor", "decomposition",
-          ("scores.log10_grad_log_p_sq",), _GRAD, _log10_grad, PAPER, "log10 (ranks unchanged)"),
+          ("grad_sq",), _GRAD, _log10_grad, PAPER, "log10 (ranks unchanged)"),
     Score("grad_log_p_per_token", "‖∇θ log p‖² / T (log10)", "decomposition",
-          ("scores.log10_grad_log_p_sq", "generation.answer_ids"), _GRAD,
+          ("grad_sq", "generation.answer_ids"), _GRAD,
           lambda r: _log10_grad(r) - math.log10(_n(r)), PAPER, "log10 (ranks unchanged)"),
     Score("grad_log_p_norm", "‖∇θ log p̄‖² = ‖∇θ log p‖² / T² (log10)", "decomposition",
-          ("scores.log10_grad_log_p_sq", "generation.answer_ids"), _GRAD,
+          ("grad_sq", "generation.answer_ids"), _GRAD,
           lambda r: _log10_grad(r) - 2 * math.log10(_n(r)), PAPER, "log10 (ranks unchanged)"),
     # baselines
-    Score("p_true", "1 − P(True) (Kadavath et al. 2022)", "baseline", ("scores.p_true",), ("generate", "p_true"),
-          lambda r: 1 - r["scores"]["p_true"], "Kadavath et al. 2022",
+    Score("p_true", "1 − P(True) (Kadavath et al. 2022)", "baseline", ("p_true",), ("generate", "p_true"),
+          lambda r: 1 - r["p_true"], "Kadavath et al. 2022",
           "negated: P(True) is a confidence, the score is 1 − P(True)", claim=True),
     Score("max_seq_prob", "−log p of the greedy answer (maximum sequence probability)", "baseline",
-          ("scores.log_p",), _GRAD, lambda r: -r["scores"]["log_p"], "Fadeeva et al. 2023 (LM-Polygraph)",
+          ("log_p",), _GRAD, lambda r: -r["log_p"], "Fadeeva et al. 2023 (LM-Polygraph)",
           "negated: the sequence probability p is a confidence, the score is −log p", claim=True),
-    Score("perplexity", "−mean_t log p_t of the greedy answer", "baseline", ("scores.log_p", "generation.answer_ids"),
-          _GRAD, lambda r: -r["scores"]["log_p"] / _n(r), "Ren et al. 2023", "log of the perplexity (ranks unchanged)"),
+    Score("perplexity", "−mean_t log p_t of the greedy answer", "baseline", ("log_p", "generation.answer_ids"),
+          _GRAD, lambda r: -r["log_p"] / _n(r), "Ren et al. 2023", "log of the perplexity (ranks unchanged)"),
     Score("mean_token_entropy", "mean next-token entropy over the answer", "baseline",
           ("generation.token_entropies",), _GEN, lambda r: bl.mean_token_entropy(r["generation"]["token_entropies"]),
           "Malinin & Gales 2021", claim=True),
@@ -209,13 +210,12 @@ _ALL: tuple[Score, ...] = (
           "Farquhar et al. 2024"),
     # cheaper variants of the estimator (from the per-group pass)
     Score("epistemic_no_embeddings", "‖∇θ p‖² over all parameters but the embeddings (log10)", "variant",
-          ("scores.log_p", "group_sq"), _GRAD,
-          lambda r: log10_epistemic(r["scores"]["log_p"],
-                                    sum(r["group_sq"].values()) - r["group_sq"].get("embeddings", 0.0)),
+          ("log_p", "group_sq"), _GRAD,
+          lambda r: log10_epistemic(r["log_p"], sum(r["group_sq"].values()) - r["group_sq"].get("embeddings", 0.0)),
           PAPER, "log10 (ranks unchanged)"),
     Score("epistemic_last_block", "‖∇θ p‖² over the last decoder block only (log10)", "variant",
-          ("scores.log_p", "group_sq"), _GRAD,
-          lambda r: log10_epistemic(r["scores"]["log_p"], _last_block(r["group_sq"])), PAPER,
+          ("log_p", "group_sq"), _GRAD,
+          lambda r: log10_epistemic(r["log_p"], _last_block(r["group_sq"])), PAPER,
           "log10 (ranks unchanged)"),
 )
 

@@ -4,7 +4,7 @@ This module glues the engine (`gnuq_core.qa.engine`, `gnuq_core.lm.scoring`) to 
 
 * `run_dataset`: one model on a slice of one dataset, one record per question through a
   store (`gnuq_core.store`: the results store of the paper edition, the local cache of a
-  preview); every question is computed once per configuration and code version, so
+  preview); every question is computed once per configuration and kind version, so
   rebuilding the book re-reads it and a long (full-profile) run can be interrupted and
   resumed. A stored record is checked on another platform from its stored answers
   (`gnuq_core.qa.engine.rescore_answers`).
@@ -14,8 +14,7 @@ This module glues the engine (`gnuq_core.qa.engine`, `gnuq_core.lm.scoring`) to 
 * `chapter_config`, `fill` (``gnuq study fill``): the chapter's configuration from a profile
   (its parameters are `gnuq_core.chapters.qa.Params`), and filling its store outside the
   notebook, sharded under ``torchrun --nproc-per-node N`` (`gnuq_core.repro.shards`);
-  ``carry`` carries the stored records across a code change after recomputing every
-  record's exact part.
+  ``verify`` checks every stored record's exact part (``gnuq store verify qa --all``).
 * `score_table`: one row per question: answer, length, stop reason, correctness labels
   from every judge (`gnuq_core.qa.grading`) and every uncertainty score of the registry
   `gnuq_core.qa.scores`, oriented so that larger = more uncertain.
@@ -39,9 +38,7 @@ from gnuq_core.qa.data import load_qa
 from gnuq_core.qa.engine import QAConfig
 from gnuq_core.repro.chapters import parse_overrides
 from gnuq_core.repro.shards import distributed, merge_shards, rank_device, read_merged, shard_paths
-from gnuq_core.store import ResultsDisagree, Store, open_store
-from gnuq_core.store import kinds as store_kinds
-from gnuq_core.store.carry import CarryRefused
+from gnuq_core.store import Recipe, ResultsDisagree, Sample, Store, open_store
 
 __all__ = ["CATEGORY_GROUPS", "category_group", "select_items", "store_config", "store_file",
            "run_dataset", "group_norms_of", "chapter_config", "fill", "score_table", "group_scores",
@@ -104,8 +101,8 @@ def thread_variants(compute: Callable[[str], dict[str, Any]], item: str,
     and gradient norms agree across thread counts to rounding, but a sampled answer can
     change (see :data:`THREADS_FIELD`). So the check runs under the stored record's count;
     a record that predates the field (made under 1 or 2 threads, not recorded) is tried
-    under this process's count, then 1, then 2 (``run_stored(recompute_variants=...)``
-    stops at the first that reproduces it). Every field is compared at the usual tolerance.
+    under this process's count, then 1, then 2 (``Recipe.variants``: the check stops at the
+    first that reproduces it). Every field is compared at the usual tolerance.
     """
     import torch
 
@@ -119,23 +116,6 @@ def thread_variants(compute: Callable[[str], dict[str, Any]], item: str,
         yield fresh
 
 
-def gradient_part(loaded: Any, question: str, stored: Mapping[str, Any], config: QAConfig, *,
-                  style: str) -> dict[str, Any]:
-    """The fields of a stored record that its greedy answer's gradient pass computes, recomputed
-    from the stored answer as `gnuq_core.qa.engine.rescore_answers` does: ``grad_sq``,
-    ``group_sq`` and the estimator's ``scores`` (`gnuq_core.qa.engine.estimator_scores`).
-    What a carry confined to ``"gradient"`` compares on every record (the other fields do not
-    come from the gradient pass; the carry checks that on a sample of whole exact parts)."""
-    from gnuq_core.lm.gradient import forward_backward
-    from gnuq_core.qa.engine import clean, estimator_scores, record_groups
-
-    ids = encode_prompt(loaded.tokenizer, format_prompt(loaded.tokenizer, question, style), style)
-    gp = forward_backward(loaded.model, ids, stored["generation"]["answer_ids"], groups=record_groups(config.groups),
-                          per_group=True)
-    return clean({"grad_sq": gp.grad_sq, "group_sq": gp.group_sq,
-                  "scores": estimator_scores(gp.token_log_probs, gp.grad_sq)})
-
-
 def with_prompt_ids(loaded: Any, record: Mapping[str, Any], question: str) -> dict[str, Any]:
     """``record`` with ``generation.prompt_ids`` re-encoded from ``question`` in its prompt style."""
     style = record["style"]
@@ -144,15 +124,15 @@ def with_prompt_ids(loaded: Any, record: Mapping[str, Any], question: str) -> di
 
 
 def run_dataset(loaded: Any, items: Sequence[Any], config: Any, *, store: Store, progress: bool = True,
-                verify: int = 2, world: Any = None, compute_missing: bool = True) -> list[dict[str, Any]]:
+                verify: int = 2, world: Any = None, read_only: bool = False) -> list[dict[str, Any]]:
     """Evaluate ``items`` (one dataset) with `gnuq_core.qa.engine`; their records, in order.
 
     The records live in ``store`` (kind ``qa``): ids, answers and numbers only, never question
     or reference texts (nor the prompt's token ids, which are re-encoded on reading); stored
     records are reused, missing ones computed and appended, and ``verify`` random stored
     ones checked under the kind's contract: recomputed whole on the platform (and under the
-    thread count) that made them, from their stored answers elsewhere. With not
-    ``compute_missing`` only the stored records are returned (in the order of ``items``).
+    thread count) that made them, from their stored answers elsewhere. With ``read_only``
+    only the stored records are returned (in the order of ``items``).
 
     With ``world`` (`gnuq_core.repro.shards.World` of a ``torchrun`` job) this process
     computes the missing items at positions ≡ rank (mod size) of ``items`` into its own
@@ -177,20 +157,14 @@ def run_dataset(loaded: Any, items: Sequence[Any], config: Any, *, store: Store,
         record = storable(question_record(loaded, by_id[i], config, style=style, clusterer=clusterer(), texts=False))
         return {**record, THREADS_FIELD: _torch_threads()}
 
-    def from_outputs(i: str, stored: dict[str, Any], _: Mapping[str, Any], part: str | None = None) -> dict[str, Any]:
+    def from_outputs(i: str, stored: dict[str, Any], _: Mapping[str, Any]) -> dict[str, Any]:
         public = {k: v for k, v in stored.items() if k not in ("type", "id", "_made")}
-        if part == "gradient":
-            return gradient_part(loaded, by_id[i].question, public, config, style=style)
-        if part is not None:
-            raise ValueError(f"no part {part!r} of a QA record to recompute apart (known: gradient)")
         return rescore_answers(loaded.model, loaded.tokenizer, by_id[i].question, public, config, style=style,
                                clusterer=clusterer())
 
-    recs = store.items("qa", store_config(config, dataset), list(by_id), compute,
-                       recompute_variants=lambda i, stored: thread_variants(compute, i, stored),
-                       from_outputs=from_outputs, verify=verify,
-                       progress=f"{config.model} {dataset}" if progress else None, world=world,
-                       compute_missing=compute_missing)
+    recipe = Recipe(compute, from_outputs=from_outputs, variants=lambda i, stored: thread_variants(compute, i, stored))
+    recs = store.items("qa", store_config(config, dataset), list(by_id), recipe, verify=Sample(verify),
+                       progress=f"{config.model} {dataset}" if progress else None, world=world, read_only=read_only)
     return [with_prompt_ids(loaded, r, by_id[r["id"]].question) for r in recs]
 
 
@@ -255,8 +229,8 @@ def score_table(records: Sequence[Mapping[str, Any]], items: Mapping[str, Any], 
         ans = r["answer"]
         row: dict[str, Any] = {"id": r["id"], "dataset": r["dataset"], "question": it.question, "answer": ans,
                                "n_tokens": len(r["generation"]["answer_ids"]),
-                               "stop_reason": r["generation"]["stop_reason"], "p": r["scores"]["p"],
-                               "log_p": r["scores"]["log_p"]}
+                               "stop_reason": r["generation"]["stop_reason"], "p": float(np.exp(r["log_p"])),
+                               "log_p": r["log_p"]}
         if r["dataset"] == "triviaqa":
             row["correct_contains"] = grading.triviaqa_contains(ans, ci["correct_answers"])
             row["correct_em"] = grading.triviaqa_exact_match(ans, ci["correct_answers"])
@@ -359,14 +333,14 @@ def store_file(config: Any, dataset: str, store: Store | None = None) -> Path:
 
 def fill(profile: str, dataset: str, models: Sequence[str] | None = None, *, overrides: Mapping[str, Any] | None = None,
          device: str = "cpu", threads: int | None = None, verify: int = 0, data_dir: str | Path | None = None,
-         store_root: Path | None = None, progress: bool = True, compute_missing: bool = True) -> dict[str, int]:
+         store_root: Path | None = None, progress: bool = True, read_only: bool = False) -> dict[str, int]:
     """Compute chapter 06's records of ``dataset`` for ``models`` (default: the chapter's) as
     the chapter would, outside the notebook; returns the number of records per model.
 
     They go where the chapter's build of ``profile`` reads them (`gnuq_core.store.open_store`:
     the results store for the paper edition, the local cache otherwise; ``store_root``
-    another folder). With not ``compute_missing`` nothing is computed: the stored records
-    are read (and, with ``GNUQ_STORE_CARRY=1``, an orphaned file carried). Under ``torchrun
+    another folder). With ``read_only`` nothing is computed: the stored records are read and
+    checked (with ``GNUQ_STORE_VERIFY=all``, every one of them: ``verify``). Under ``torchrun
     --nproc-per-node N`` the work is sharded (`gnuq_core.repro.shards`): rank r computes
     the questions at positions ≡ r (mod N) of the chapter's seeded order into its own shard,
     and rank 0 merges the shards at the end. Resumable after a kill at any moment.
@@ -383,7 +357,7 @@ def fill(profile: str, dataset: str, models: Sequence[str] | None = None, *, ove
             loaded = load_model(model, device=dev)
             recs = run_dataset(loaded, items, _config(model, params), progress=progress,
                                store=open_store(profile, root=store_root), verify=verify, world=world,
-                               compute_missing=compute_missing)
+                               read_only=read_only)
             done[model] = len(recs)
             del loaded
     return done
@@ -430,7 +404,7 @@ def progress_table(rows: Sequence[tuple[str, str, Mapping[str, float]]], ranks: 
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "gnuq study") -> int:
-    """``gnuq study fill|merge|where|carry ...`` (see `fill`; also ``python -m gnuq_core.qa.study``)."""
+    """``gnuq study fill|merge|where|verify ...`` (see `fill`; also ``python -m gnuq_core.qa.study``)."""
     import os
 
     parser = OneLineParser(prog=prog, description="Fill chapter 06's QA records outside the notebook (shardable with "
@@ -439,12 +413,12 @@ def main(argv: Sequence[str] | None = None, prog: str = "gnuq study") -> int:
     cmds = {"fill": "compute the missing records (resumable; sharded under torchrun)",
             "merge": "merge the shards a killed sharded run left into the main file",
             "where": "print the store file, the number of questions and how many are done",
-            "carry": "carry the stored records across a code change, after recomputing every record's exact part "
-                     "(or, with --part, that part) from its stored answers (resumable; sharded under torchrun)"}
+            "verify": "check every stored record: its exact part recomputed from its stored answers, a sample whole "
+                      "(resumable; sharded under torchrun; writes <file>.verified.json)"}
     for name, text in cmds.items():
         c = sub.add_parser(name, help=text)
         c.add_argument("--profile", default="full", help="chapter profile (default: full)")
-        if name in ("where", "carry"):
+        if name in ("where", "verify"):
             c.add_argument("--dataset", required=True, nargs="+", choices=list(SIZE_PARAMETER))
             c.add_argument("--markdown", action="store_true",
                            help="print the progress of every model and dataset as one Markdown table")
@@ -456,12 +430,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "gnuq study") -> int:
                        help="override one chapter parameter, as the chapter runner's --set")
         c.add_argument("--data-dir", default=None, type=output_path, help="dataset folder (else GNUQ_DATA_DIR)")
         c.add_argument("--store-root", type=output_path, default=None, help="results store folder (default results/)")
-        if name == "carry":
-            c.add_argument("--part", choices=list(store_kinds.get("qa").carry_parts), default=None,
-                           help="confine the carry to this part of every record (gradient: the gradient pass's "
-                                "fields, after a change to the gradient engine only); every record's part and "
-                                "a fixed sample's whole exact part are recomputed")
-        if name in ("fill", "carry"):
+        if name in ("fill", "verify"):
             c.add_argument("--device", default="cpu", help="cpu, or cuda (each rank uses GPU LOCAL_RANK)")
             c.add_argument("--threads", type=flag("threads"), default=None,
                            help="torch threads per process (default 1 under torchrun with several ranks)")
@@ -471,20 +440,18 @@ def main(argv: Sequence[str] | None = None, prog: str = "gnuq study") -> int:
 
     def body() -> int:
         overrides = parse_overrides(args.overrides)
-        if args.command in ("fill", "carry"):
-            if args.command == "carry":
-                os.environ["GNUQ_STORE_CARRY"] = "1"
-                if args.part:
-                    os.environ["GNUQ_STORE_CARRY_PART"] = args.part
+        if args.command in ("fill", "verify"):
+            if args.command == "verify":
+                os.environ["GNUQ_STORE_VERIFY"] = "all"
             # One process group for the whole command: under torchrun, destroying it after one
             # dataset and making it again for the next left both ranks waiting forever in a
-            # barrier (seen on a two-dataset carry, 2026-12-03).
+            # barrier (seen on a two-dataset run, 2026-12-03).
             with distributed(args.device, args.threads):
                 for dataset in [args.dataset] if isinstance(args.dataset, str) else args.dataset:
                     done = fill(args.profile, dataset, args.model, overrides=overrides, device=args.device,
                                 threads=args.threads, verify=args.verify, data_dir=args.data_dir,
                                 store_root=args.store_root, progress=not args.no_progress,
-                                compute_missing=args.command == "fill")
+                                read_only=args.command == "verify")
                     print(f"{dataset}: " + "; ".join(f"{m}: {n} records" for m, n in done.items()))
             return 0
 
@@ -515,7 +482,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "gnuq study") -> int:
             print(progress_table(rows))
         return 0
 
-    return run_command(body, bad_input=(ResultsDisagree, CarryRefused),
+    return run_command(body, bad_input=(ResultsDisagree,),
                        interrupted="interrupted: every record written so far is kept; rerun the same command to resume")
 
 

@@ -41,7 +41,7 @@ from gnuq_core.options import OneLineParser, output_path, run_command
 from gnuq_core.repro import claims
 from gnuq_core.repro.files import DamagedFile, json_type, read_yaml_mapping, write_atomic
 from gnuq_core.repro.paths import REPO_ROOT
-from gnuq_core.store.fingerprint import fingerprint
+from gnuq_core.repro.fingerprint import fingerprint
 
 NOTEBOOKS = REPO_ROOT / "notebooks"
 PROFILES = Path(__file__).resolve().parents[1] / "profiles"  # package data: profiles travel with `pip install`

@@ -26,7 +26,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from gnuq_core.repro.cache import config_key
+from gnuq_core.repro.keys import canonical, config_key
 from gnuq_core.repro.files import DamagedFile, append_line, json_lines, json_type
 
 try:
@@ -139,10 +139,7 @@ def _release(key: str) -> None:
 
 def canonical_config(config: Any) -> Any:
     """The configuration as a header holds it: JSON values, floats rounded to 12 significant
-    digits (`gnuq_core.store.keys.canonical`), so a one-ulp difference is the same run."""
-    # Here: importing gnuq_core.store imports this module (a cycle).
-    from gnuq_core.store.keys import canonical
-
+    digits (`gnuq_core.repro.keys.canonical`), so a one-ulp difference is the same run."""
     return canonical(config)
 
 

@@ -1,132 +1,144 @@
-"""``gnuq store`` (``python -m gnuq_core.store``): look at the results store, carry it across a code change, simulate a CPU.
+"""``gnuq store`` (``python -m gnuq_core.store``): look at the results store, verify it, simulate a CPU.
 
 ::
 
-    gnuq store status [KIND ...]     # files, items, code versions, platforms, carries
-    gnuq store carry 03              # build chapter 03 in the paper edition, carrying
-                                     # orphaned files after verifying them
-    gnuq store simulate avx2 -- make book   # run a command as on a CPU without AVX-512
-    gnuq store migrate               # once: re-key files made before contracts (2026-12-01)
+    gnuq store status [KIND ...]          # files, items, versions (current or stale), platforms, verifications
+    gnuq store verify 03 [--all]          # build chapter 03 in the paper edition, checking a sample
+                                          # (--all: every stored item) of its kinds under their contracts
+    gnuq store verify qa --all -- --dataset truthfulqa   # the QA records (gnuq study verify; torchrun shards it)
+    gnuq store simulate avx2 -- make book # run a command as on a CPU without AVX-512
 
-(``python -m gnuq_core.store ...`` is the same command.)
-
-Errors print one line and exit with status 2.
+A target is a chapter (``03``, ``03_hessian_spectra``) or a stored kind (its chapter is built).
+``GNUQ_RESULTS_DIR`` names another copy of the results store. Errors print one line and exit 2.
 """
 
 from __future__ import annotations
 
-import json
+import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
+from collections import Counter
+from pathlib import Path
 
 from gnuq_core.options import OneLineParser, run_command
+from gnuq_core.repro.paths import env_path
 from gnuq_core.repro.shards import read_merged
 from gnuq_core.store import kinds as registry
-from gnuq_core.store.fingerprint import SIMULATIONS, describe, simulated_env
-from gnuq_core.store.migrate import migrate
-from gnuq_core.store.store import RESULTS, Store
+from gnuq_core.repro.fingerprint import SIMULATIONS, describe, simulated_env
+from gnuq_core.store.store import RESULTS, Store, damage
+from gnuq_core.store.verify import describe_report
 
 __all__ = ["main", "status_rows"]
 
 
 def status_rows(store: Store, names: list[str] | None = None) -> list[dict[str, str]]:
-    """One row per stored file: kind, file, items, code version state, platforms, carry report."""
+    """One row per stored file: kind, file, items, version (current or stale), platforms, last full verification."""
     rows = []
     for name in names or list(registry.KINDS):
         spec = registry.get(name)
-        current = spec.code
         for path in sorted((store.root / name).glob("*.jsonl")):
-            if ".rank" in path.name or ".carry" in path.name:
+            if ".rank" in path.name or ".verify-" in path.name:
                 continue
-            config, records = read_merged(path)
-            made: dict[str, int] = {}
-            for r in records:
-                fid = (r.get("_made") or {}).get("fp") or "not recorded"
-                made[fid] = made.get(fid, 0) + 1
-            code = config.get("_code")
-            carried = path.with_name(f"{path.stem}.carried.json")
-            rows.append({
-                "kind": name, "file": path.name, "items": str(len(records)),
-                "code": f"{code} ({'current' if code == current else f'orphaned: the code is now {current}'})",
-                "made on": ", ".join(f"{k} × {v}" for k, v in sorted(made.items())),
-                "carried": json.loads(carried.read_text()).get("date", "yes") if carried.exists() else "",
-            })
+            try:
+                header, records = read_merged(path)
+            except ValueError as err:
+                rows.append({"kind": name, "file": path.name, "state": f"damaged: {err}"})
+                continue
+            made = Counter((r.get("_made") or {}).get("fp") or "not recorded" for r in records)
+            version = header.get("_version")
+            state = ("current" if version == spec.version and header.get("_kind") == name else
+                     f"stale: made under version {version} of {header.get('_kind', 'an older layout')}, the kind is "
+                     f"at version {spec.version}")
+            why = damage(spec, path, header, records) if state == "current" else None
+            state = f"damaged: {why}" if why else state
+            rows.append({"kind": name, "file": path.name, "items": str(len(records)), "state": state,
+                         "made on": ", ".join(f"{k} × {v}" for k, v in sorted(made.items())),
+                         "verified": describe_report(path)})
     return rows
 
 
-def _status(args: object) -> int:
-    store = Store(RESULTS, label="the results store")
-    names = getattr(args, "kinds") or None
-    for name in names or []:
+def _status(args: argparse.Namespace) -> int:
+    store = Store(env_path("GNUQ_RESULTS_DIR") or RESULTS, label="the results store")
+    if not store.root.is_dir():
+        raise ValueError(f"{store.root} is not a folder: point GNUQ_RESULTS_DIR to a copy of the results store")
+    for name in args.kinds or []:
         registry.get(name)
-    rows = status_rows(store, names)
+    rows = status_rows(store, args.kinds or None)
     for row in rows:
         print(" | ".join(f"{k}: {v}" for k, v in row.items() if v))
+    stale = [r for r in rows if r["state"] != "current"]
+    print(f"\n{len(rows)} files in {store.root}: " + (
+        "every file is at its kind's version; nothing to recompute" if not stale else
+        f"{len(stale)} not current (stale or damaged): recompute their configurations, then delete them"))
     here = store.fingerprint_id
-    print(f"\nthis machine: {here} = {describe(store.fingerprint)}")
+    print(f"this machine: {here} = {describe(store.fingerprint)}")
     for fid, fp in sorted(store.fingerprints().items()):
         print(f"{fid}{' (this machine)' if fid == here else ''} = {describe(fp)}")
     return 0
 
 
-def _carry(args: object) -> int:
-    target = getattr(args, "target")
-    env = {**os.environ, "GNUQ_STORE_CARRY": "1", "GNUQ_STORE_MISSING": os.environ.get("GNUQ_STORE_MISSING", "warn")}
-    if target == "qa":
-        cmd = [sys.executable, "-m", "gnuq_core.qa.study", "carry", *getattr(args, "rest")]
+def _verify(args: argparse.Namespace) -> int:
+    rest = [a for a in args.rest if a != "--"]
+    env = {**os.environ, "GNUQ_STORE_VERIFY": "all" if args.all else "",
+           "GNUQ_STORE_MISSING": os.environ.get("GNUQ_STORE_MISSING", "warn")}
+    if args.target == "qa":
+        cmd = [sys.executable, "-m", "gnuq_core.qa.study", "verify", *rest]
         return subprocess.call(cmd, env=env)
     with tempfile.TemporaryDirectory() as out:
-        cmd = [sys.executable, "-m", "gnuq_core.repro.chapters", "run", target, "--profile", "full", "--out", out,
-               *getattr(args, "rest")]
+        chapter = registry.KINDS[args.target].chapter if args.target in registry.KINDS else args.target
+        cmd = [sys.executable, "-m", "gnuq_core.repro.chapters", "run", chapter, "--profile", "full", "--out", out,
+               *rest]
         return subprocess.call(cmd, env=env)
 
 
-def _simulate(args: object) -> int:
-    command = [c for c in getattr(args, "command") if c != "--"]
+def _simulate(args: argparse.Namespace) -> int:
+    command = args.command[1:] if args.command[:1] == ["--"] else list(args.command)
     if not command:
-        print(f"error: simulate {getattr(args, 'name')}: give a command after --, e.g. "
-              f"gnuq store simulate {getattr(args, 'name')} -- make book", file=sys.stderr)
-        return 2
-    env = simulated_env(getattr(args, "name"))
-    shown = " ".join(f"{k}={v}" for k, v in SIMULATIONS[getattr(args, "name")].items())
+        raise ValueError(f"simulate {args.name}: give a command after --, e.g. gnuq store simulate {args.name} -- "
+                         "make book")
+    program = command[0]
+    found = shutil.which(program) if os.sep not in program else (program if Path(program).is_file() else None)
+    if found is None:
+        raise ValueError(f"simulate: no such command: {program}")
+    if not os.access(found, os.X_OK):
+        raise ValueError(f"simulate: {program} is not executable: chmod +x it, or name its interpreter (python3 "
+                         f"{program})")
+    env = simulated_env(args.name)
+    shown = " ".join(f"{k}={v}" for k, v in SIMULATIONS[args.name].items())
     print(f"simulate: {shown} {' '.join(command)}", file=sys.stderr)
     try:
         return subprocess.call(command, env=env)
-    except FileNotFoundError:
-        print(f"error: simulate: no such command: {command[0]}", file=sys.stderr)
-        return 2
-
-
-def _migrate(args: object) -> int:
-    migrate(RESULTS, dry_run=getattr(args, "dry_run"))
-    return 0
+    except OSError as err:  # a script without a shebang line, a binary for another machine
+        raise ValueError(f"simulate: cannot run {program} ({err.strerror}): give it a #! line or name its "
+                         f"interpreter (python3 {program})") from None
 
 
 def main(argv: list[str] | None = None, prog: str = "gnuq store") -> int:
-    """``gnuq store status|carry|simulate|migrate`` (see the module docstring)."""
+    """``gnuq store status|verify|simulate`` (see the module docstring)."""
     parser = OneLineParser(prog=prog, description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
-    st = sub.add_parser("status", help="files, items, code versions, platforms and carries of the results store")
+    st = sub.add_parser("status", help="files, items, versions, platforms and verifications of the results store")
     st.add_argument("kinds", nargs="*", help=f"kinds to show (default all: {', '.join(registry.KINDS)})")
-    ca = sub.add_parser("carry", help="carry orphaned files across a code change after verifying them")
-    ca.add_argument("target", help="a chapter (e.g. 03) whose paper-edition build carries its kinds, or 'qa' for "
-                                   "the QA records (arguments after it go to `gnuq_core.qa.study carry`)")
-    ca.add_argument("rest", nargs="*", help="further arguments for the chapter runner or the QA study")
+    ve = sub.add_parser("verify", help="check the stored items of a chapter or kind under their contracts")
+    ve.add_argument("target", help="a chapter (e.g. 03), a stored kind, or 'qa' for the QA records (arguments after "
+                                   "it go to `gnuq study verify`, e.g. -- --dataset truthfulqa)")
+    ve.add_argument("--all", action="store_true", help="every stored item, not the build's sample (resumable; "
+                                                       "writes <file>.verified.json)")
+    ve.add_argument("rest", nargs="*", help="further arguments for the chapter runner or the QA study (after --)")
     si = sub.add_parser("simulate", help="run a command as on another CPU (JAX, torch and BLAS kernels)")
     si.add_argument("name", choices=sorted(SIMULATIONS), help="the CPU to simulate")
-    si.add_argument("command", nargs="*", help="the command, after --")
-    mi = sub.add_parser("migrate", help="once: re-key files made before the reproducibility contracts")
-    mi.add_argument("--dry-run", action="store_true", help="check and report, change nothing")
-    args = parser.parse_args(argv)
-    return run_command(lambda: {"status": _status, "carry": _carry, "simulate": _simulate,
-                                "migrate": _migrate}[args.cmd](args),
+    si.add_argument("command", nargs=argparse.REMAINDER, help="the command, after --")
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.cmd != "verify":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.rest = [*getattr(args, "rest", []), *extra]
+    return run_command(lambda: {"status": _status, "verify": _verify, "simulate": _simulate}[args.cmd](args),
                        bad_input=(KeyError,), message=lambda err: str(err).strip(chr(34)),
-                       interrupted="interrupted: what was verified and written so far is kept; rerun the same "
-                                   "command to go on")
+                       interrupted="interrupted: every item verified so far is logged; rerun the same command to go on")
 
 
 if __name__ == "__main__":
     sys.exit(main())
-

@@ -1,24 +1,15 @@
 """Reproducibility contracts: when does a recomputed item agree with its stored result?
 
-Every stored kind declares one contract (`gnuq_core.store.kinds`):
+- :class:`Exact`: deterministic arithmetic on fixed inputs; on *any* machine every number
+  agrees within ``atol + rtol·|stored|``.
+- :class:`Chaotic`: computations that amplify last-bit differences (training, MCMC, sampled
+  tokens, float32 Lanczos): bit-identical to the stored digits on the platform that made
+  the item (`gnuq_core.repro.fingerprint`); elsewhere a rule decides: :class:`SeedSpread`
+  (the stored seeds' spread), :class:`MonteCarloError`, :class:`Within` (a tolerance where
+  the chaos is small) or :class:`GivenInputs` (the fields exact given the stored chaotic
+  outputs, such as the gradient of a stored answer, recomputed from them).
 
-- :class:`Exact` — deterministic arithmetic on fixed inputs (spectra of a fixed matrix,
-  teacher-forced log-probabilities): on *any* machine, every number agrees within
-  ``atol + rtol·|stored|``.
-- :class:`Chaotic` — computations that amplify last-bit differences (training, MCMC,
-  sampled tokens, float32 Lanczos). On the platform that made the item
-  (`gnuq_core.store.fingerprint`) the recomputation is bit-identical, so every number must
-  agree to the stored digits. On another platform a statistical rule decides instead:
-  :class:`SeedSpread` (within ``k`` standard deviations of the stored seeds),
-  :class:`MonteCarloError` (within ``k`` Monte Carlo standard errors of both runs),
-  :class:`Within` (a tolerance where the chaos is small) or :class:`GivenInputs` (the
-  fields that are exact given the stored chaotic outputs, such as the gradient of a stored
-  answer or the spectrum of a stored trained network, agree within a tolerance; the chaotic
-  outputs themselves are not compared).
-
-A comparison gives :class:`Deviation` values in the contract's units: a number's
-deviation divided by what the contract allows, so ``≤ 1`` passes and the largest one is
-what a chapter reports ("largest deviation 0.03 of the allowed").
+A comparison gives :class:`Deviation` values in the contract's units (``≤ 1`` passes).
 """
 
 from __future__ import annotations
@@ -32,7 +23,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import numpy as np
 
 __all__ = ["Deviation", "Context", "Contract", "Exact", "Chaotic", "ForeignRule", "SeedSpread", "MonteCarloError",
-           "Within", "GivenInputs", "leaves", "worst"]
+           "Within", "GivenInputs", "leaves", "worst", "field_pattern"]
 
 Record = Mapping[str, Any]
 
@@ -116,7 +107,7 @@ def _tolerance_units(s: Any, f: Any, rtol: float, atol: float) -> float:
 
 
 @functools.lru_cache(maxsize=256)
-def _pattern(pattern: str) -> re.Pattern[str]:
+def field_pattern(pattern: str) -> re.Pattern[str]:
     """A field pattern as a regular expression: ``[*]`` any list index, ``*`` any text."""
     text = re.escape(pattern).replace(r"\[\*\]", r"\[\d+\]").replace(r"\*", ".*")
     return re.compile(text)
@@ -328,7 +319,7 @@ class Within(ForeignRule):
 
     def selected(self, path: str) -> bool:
         """Whether ``path`` matches one of ``fields`` (``*``: any text, ``[*]``: any list index)."""
-        return any(_pattern(p).fullmatch(path) for p in self.fields)
+        return any(field_pattern(p).fullmatch(path) for p in self.fields)
 
     def compare(self, stored: Record, fresh: Record, context: Context) -> list[Deviation]:
         s_leaves, f_leaves = dict(leaves(stored)), dict(leaves(fresh))

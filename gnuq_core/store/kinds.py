@@ -1,37 +1,27 @@
-"""THE registry of stored kinds: what each holds, which code defines it, and its contract.
+"""THE registry of stored kinds (``results/<kind>/``: one file per configuration, one JSON line per item).
 
-A *kind* is a folder of the results store (``results/<kind>/``): one file per
-configuration and code version, one JSON line per item. Its entry here says
-
-- ``roots``: the modules whose import closure computes its items (the code version is
-  `gnuq_core.store.codeversion.code_version` of them: no hand-kept module lists);
-- ``contract``: how a recomputed item must agree with the stored one, on the platform
-  that made it and elsewhere (`gnuq_core.store.contracts`);
-- ``carry_sample``: how many items a verified carry across a code change recomputes
-  whole (``None``: every item, as an exact kind must), and ``carry_all_exact``: whether it
-  also recomputes every other item's exact part from its stored outputs (the QA records);
-  ``carry_parts``: parts of that exact part a carry may be confined to, for a change
-  confined to them (the QA records' ``"gradient"``: the gradient pass's fields), and
-  ``carry_part_sample``: how many items such a carry still recomputes whole-exact-part;
+- ``version``: what its stored numbers mean. **Whoever changes what an item holds (a formula,
+  a default, the layout) bumps it**; the old files are then stale (`gnuq store status`) and
+  the build computes new ones. A change that leaves the numbers equal keeps it: the check
+  every build runs and ``gnuq store verify`` judge that;
+- ``contract``: how a recomputed item must agree (`gnuq_core.store.contracts`), chosen by
+  measurement under the simulated CPUs of `gnuq_core.repro.fingerprint.SIMULATIONS`;
+- ``code``: the modules that compute its items (to read, not hashed);
+- ``nullable``: fields where a stored null (a legitimate NaN or infinity) is allowed;
+  anywhere else a null or non-finite number stops the read;
 - ``what``: one item, in words, and the chapter that reads it.
 
-The contracts were chosen by measurement: every kind was recomputed on this machine
-under the simulated other CPUs of `gnuq_core.store.fingerprint.SIMULATIONS`, and a kind
-is *exact* only if the recomputation agreed within the tolerance there too. Training in
-float64 instead of float32 does not make the small MLPs exact: full-batch Adam at
-learning rate 1e-2 has not converged after 2,000 steps and amplifies a last-bit
-difference to a relative parameter change of 1e-2 in float64 as in float32 (README,
-"The results store").
+Every kind stores what is expensive and raw (token ids and log-probabilities, squared
+gradient norms, spectra, MCMC summaries, trained parameters); scores, graders, readings and
+tables are computed on read, so adding one never touches a stored file.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from gnuq_core.store.codeversion import code_version
 from gnuq_core.store.contracts import Chaotic, Contract, Exact, GivenInputs, MonteCarloError, SeedSpread, Within
 
 __all__ = ["Kind", "KINDS", "get", "nuts_standard_errors", "lanczos_view", "PREFIX_STEPS", "QA_EXACT_FIELDS"]
@@ -42,23 +32,15 @@ class Kind:
     """One stored kind (see the module docstring)."""
 
     name: str
-    roots: tuple[str, ...]
+    version: int
     contract: Contract
     what: str
     chapter: str
+    code: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ("seconds", "timings")
     digits: int = 7
-    carry_sample: int | None = None
-    carry_all_exact: bool = False
-    carry_parts: tuple[str, ...] = ()
-    carry_part_sample: int = 0
+    nullable: tuple[str, ...] = ()
     view: Callable[[dict[str, Any]], dict[str, Any]] | None = None
-    source_root: Path | None = None
-
-    @property
-    def code(self) -> str:
-        """The current code version (`gnuq_core.store.codeversion.code_version` of the roots)."""
-        return code_version(self.roots, self.source_root)
 
 
 def nuts_standard_errors(record: Mapping[str, Any]) -> dict[str, float]:
@@ -114,58 +96,65 @@ def lanczos_view(record: dict[str, Any]) -> dict[str, Any]:
 
 
 # The QA record's fields that are exact given its stored answers (teacher-forced): the
-# greedy answer's log-probs, entropies and gradient norms, P(True), the samples' log-probs,
-# their clusters, and every score computed from them.
+# greedy answer's log-probs and entropies, the gradient pass (its log p, squared norms),
+# P(True), the samples' log-probs and their clusters.
 QA_EXACT_FIELDS = (
     ".generation.token_log_probs[*]", ".generation.token_entropies[*]", ".generation.stop_log_prob",
-    ".grad_sq", ".group_sq.*", ".samples[*].token_log_probs[*]", ".samples[*].stop_log_prob",
-    ".samples[*].cluster", ".scores.*",
+    ".log_p", ".grad_sq", ".group_sq.*", ".p_true", ".samples[*].token_log_probs[*]", ".samples[*].stop_log_prob",
+    ".samples[*].cluster",
 )
 
+_NUTS_NULLABLE = (".nuts.diagnostics.*", ".q.*.diag.*", ".q.*.split.*", ".q.*.split_f.*")
+_QA_NULLABLE = (".generation.stop_log_prob", ".generation.stop_token_id", ".samples[*].stop_log_prob",
+                ".samples[*].stop_token_id")
+
 _KINDS = [
-    Kind("proxy_synthetic", ("gnuq_core.isotropy.proxy_stored",), Chaotic(SeedSpread(k=3.0)),
+    Kind("proxy_synthetic", 1, Chaotic(SeedSpread(k=3.0)),
          "one seed of the synthetic proxy-shift sweep (a training run and a GGN per shift)", "02_proxy_bias",
-         carry_sample=3),
-    Kind("proxy_text", ("gnuq_core.isotropy.proxy_stored",), Chaotic(SeedSpread(k=3.0)),
+         code=("gnuq_core.isotropy.proxy_stored", "gnuq_core.isotropy.proxy")),
+    Kind("proxy_text", 1, Chaotic(SeedSpread(k=3.0)),
          "one head seed of the sentence-encoder experiment (MiniLM embeddings, a trained head, its GGN)",
-         "02_proxy_bias", carry_sample=2),
-    Kind("hessian_exact", ("gnuq_core.isotropy.stored",),
+         "02_proxy_bias", code=("gnuq_core.isotropy.proxy_stored", "gnuq_core.isotropy.text_proxy")),
+    Kind("hessian_exact", 1,
          Chaotic(GivenInputs(("*",), rtol=1e-3, atol=1e-5,
-                             what="the spectra, summaries and quadratic forms of the stored trained network"),
-                 atol=1e-12),
-         "the exact Hessian and GGN spectra of one small MLP (``width<w>``) or its trained parameters "
-         "(``theta/width<w>``)", "03_hessian_spectra", carry_sample=2, digits=7),
-    Kind("hessian_slq_mlp", ("gnuq_core.isotropy.stored",),
+                             what="the spectra and quadratic forms of the stored trained network"), atol=1e-12),
+         "the exact Hessian and GGN eigenvalues of one small MLP (``width<w>``) or its trained parameters "
+         "(``theta/width<w>``)", "03_hessian_spectra", code=("gnuq_core.isotropy.stored", "gnuq_core.isotropy.damping")),
+    Kind("hessian_slq_mlp", 1,
          Chaotic(GivenInputs(("*",), rtol=1e-2, atol=1e-5,
                              what="the first Lanczos coefficients of each probe and the quadratic forms of each "
                                   "query, of the stored trained network"), digits=5, atol=1e-6),
          "one SLQ probe or one query point of the large MLP, or its trained parameters (``theta``)",
-         "03_hessian_spectra", carry_sample=2, view=lanczos_view),
-    Kind("hessian_slq_lm", ("gnuq_core.isotropy.stored",),
+         "03_hessian_spectra", code=("gnuq_core.isotropy.stored", "gnuq_core.isotropy.spectra"), view=lanczos_view),
+    Kind("hessian_slq_lm", 1,
          Chaotic(Within(("*",), rtol=1e-2, atol=1e-6, what=f"the first {PREFIX_STEPS} Lanczos coefficients, the "
                                                            "dimension and the loss"), digits=5, atol=1e-6),
-         "one SLQ probe of the LM block's Hessian", "03_hessian_spectra", carry_sample=2, view=lanczos_view),
-    Kind("nuts_reference", ("gnuq_core.bayes.reference",),
+         "one SLQ probe of the LM block's Hessian", "03_hessian_spectra",
+         code=("gnuq_core.isotropy.stored", "gnuq_core.isotropy.lm_hessian"), view=lanczos_view),
+    Kind("nuts_reference", 1,
          Chaotic(MonteCarloError(nuts_standard_errors, k=6.0,
                                  what="the posterior predictive mean and variance at every query point")),
          "the NUTS reference of one setting: posterior predictive mean and variance per query point, diagnostics",
-         "04_mcmc_validation", carry_sample=2),
-    Kind("local_estimates", ("gnuq_core.bayes.local",),
+         "04_mcmc_validation", code=("gnuq_core.bayes.reference", "gnuq_core.bayes.mcmc"), nullable=_NUTS_NULLABLE),
+    Kind("local_estimates", 1,
          Chaotic(Within((".q.*", ".map.neg_log_joint", ".map.theta_max_abs"), rtol=1e-2, atol=1e-4,
                         what="the MAP's objective and largest |θ| and every local estimate at every query point (the "
                              "optimiser's path, its iterations and gradient norms, is not compared)")),
          "the MAP fit of one setting and its local estimates at every query point", "04_mcmc_validation",
-         carry_sample=2),
-    Kind("qa", ("gnuq_core.qa.engine", "gnuq_core.lm.models"),
+         code=("gnuq_core.bayes.local", "gnuq_core.bayes.laplace")),
+    Kind("qa", 1,
          Chaotic(GivenInputs(QA_EXACT_FIELDS, rtol=1e-3, atol=5e-5,
-                             what="the log-probabilities, entropies, gradient norms, P(True), clusters and scores "
-                                  "of the stored answers")),
-         "one question's record: greedy answer, samples, gradient norms, baselines", "06_qa_benchmarks",
-         ignore=("seconds", "timings", "torch_threads"), carry_sample=2, carry_all_exact=True,
-         carry_parts=("gradient",), carry_part_sample=20),
-    Kind("qa_mc", ("gnuq_core.qa.multiple_choice", "gnuq_core.lm.models"), Exact(rtol=1e-4, atol=1e-6),
-         "one TruthfulQA multiple-choice question: the log-probability of every choice", "06_qa_benchmarks",
-         carry_sample=None),
+                             what="the log-probabilities, entropies, gradient norms, P(True) and clusters of the "
+                                  "stored answers")),
+         "one question's raw record: greedy answer and samples (token ids, log-probs, entropies), the gradient "
+         "pass (log p, squared norms per block), P(True), sample clusters; every score is computed on read "
+         "(`gnuq_core.qa.scores`)", "06_qa_benchmarks",
+         code=("gnuq_core.qa.engine", "gnuq_core.lm.gradient", "gnuq_core.lm.decoding", "gnuq_core.lm.baselines"),
+         ignore=("seconds", "timings", "torch_threads"), nullable=_QA_NULLABLE),
+    Kind("qa_mc", 1, Exact(rtol=1e-4, atol=1e-6),
+         "one TruthfulQA multiple-choice question: MC1 and MC2 from the log-probability of every choice",
+         "06_qa_benchmarks",
+         code=("gnuq_core.qa.multiple_choice",)),
 ]
 
 KINDS: dict[str, Kind] = {k.name: k for k in _KINDS}

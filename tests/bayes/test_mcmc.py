@@ -41,29 +41,6 @@ def test_nuts_matches_conjugate_posterior():
     np.testing.assert_array_less(np.abs(got / want - 1), 4.5 * np.sqrt(2 / ess))
 
 
-def test_cache_key_resamples_only_on_change(tmp_path, monkeypatch):
-    calls = []
-
-    def fake_run(cfg, data, settings, seed=0):
-        calls.append((cfg.width, settings.num_samples, seed))
-        return f"draws-{len(calls)}"
-
-    monkeypatch.setattr(mcmc, "run_nuts", fake_run)
-    d = _linear_data()
-    cfg = MLPConfig(input_dim=1, width=3, task="regression")
-    s = mcmc.NutsSettings(num_warmup=10, num_samples=10, num_chains=1)
-    a = mcmc.cached_nuts(cfg, d, s, seed=0, root=tmp_path)
-    b = mcmc.cached_nuts(cfg, d, s, seed=0, root=tmp_path)
-    assert a == b == "draws-1" and len(calls) == 1
-    mcmc.cached_nuts(MLPConfig(input_dim=1, width=4, task="regression"), d, s, seed=0, root=tmp_path)
-    mcmc.cached_nuts(cfg, d, mcmc.NutsSettings(num_warmup=10, num_samples=11, num_chains=1), seed=0, root=tmp_path)
-    mcmc.cached_nuts(cfg, d, s, seed=1, root=tmp_path)
-    mcmc.cached_nuts(cfg, _linear_data(seed=1), s, seed=0, root=tmp_path)
-    assert len(calls) == 5
-    mcmc.cached_nuts(cfg, d, s, seed=0, root=tmp_path)
-    assert len(calls) == 5 and len(list((tmp_path / "mcmc").glob("*.pkl"))) == 5
-
-
 def test_split_agreement_and_reference():
     rng = np.random.default_rng(0)
     scale = np.linspace(0.1, 3, 40)

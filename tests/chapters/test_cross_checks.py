@@ -22,7 +22,8 @@ TINY = cross_checks.Params(laplace_cases=[["two_moons", 2, 1, "plain"]], laplace
 
 def _store_run(folder, name: str, model: str, dataset: str, n: int, seed: int) -> None:
     """A stored QA run of the current code: a header and ``n`` synthetic records."""
-    header = {"type": "header", "config": {"model": model, "dataset": dataset, "_code": kinds.get("qa").code},
+    header = {"type": "header", "config": {"_kind": "qa", "_version": kinds.get("qa").version, "model": model,
+                                           "dataset": dataset},
               "config_key": name}
     rng = np.random.default_rng(seed)
     records = [{**_record(i, rng), "dataset": dataset, "answer": "paris"} for i in range(n)]

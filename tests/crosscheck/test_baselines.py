@@ -23,8 +23,7 @@ def _record(i: int, rng: np.random.Generator) -> dict:
     return {"type": "record", "id": f"q{i}", "dataset": "triviaqa", "style": "chat", "answer": "a",
             "generation": {"answer_ids": list(range(n)), "answer": "a", "token_log_probs": lps,
                            "token_entropies": list(rng.exponential(1.0, n)), "stop_reason": "eos"},
-            "grad_sq": 1.0, "samples": samples,
-            "scores": {"log_p": math.fsum(lps), "p": math.exp(math.fsum(lps))}}
+            "log_p": math.fsum(lps), "grad_sq": 1.0, "samples": samples}
 
 
 @pytest.fixture(scope="module")
@@ -69,15 +68,15 @@ def test_auroc_and_prr_agree_with_ties_and_detect_a_flip() -> None:
     assert math.isnan(xbase.expected_prr(np.ones(3), np.arange(3.0)))
 
 
-def test_stored_runs_reads_main_files_and_shards_of_the_current_code(tmp_path) -> None:
+def test_stored_runs_reads_main_files_and_shards_of_the_current_version(tmp_path) -> None:
     from gnuq_core.store import kinds
 
-    header = {"type": "header", "config": {"model": "m", "dataset": "triviaqa", "_code": kinds.get("qa").code},
-              "config_key": "k"}
+    header = {"type": "header", "config": {"_kind": "qa", "_version": kinds.get("qa").version, "model": "m",
+                                           "dataset": "triviaqa"}, "config_key": "k"}
     rng = np.random.default_rng(2)
     (tmp_path / "k.jsonl").write_text("\n".join(json.dumps(x) for x in [header, _record(0, rng)]) + "\n")
     (tmp_path / "k.rank0of2.jsonl").write_text("\n".join(json.dumps(x) for x in [header, _record(1, rng)]) + "\n")
-    orphan = {**header, "config": {**header["config"], "_code": "0123456789ab"}}  # made by older code
+    orphan = {**header, "config": {**header["config"], "_version": 0}}  # a stale file of an older version
     (tmp_path / "old.jsonl").write_text("\n".join(json.dumps(x) for x in [orphan, _record(2, rng)]) + "\n")
     runs = xbase.stored_runs(tmp_path)
     assert list(runs) == [("m", "triviaqa")] and len(runs["m", "triviaqa"]) == 2

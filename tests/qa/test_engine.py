@@ -18,28 +18,30 @@ import pytest
 from gnuq_core.lm.clustering import exact_match_clusters
 from gnuq_core.qa.data import QAItem
 from gnuq_core.options import OptionError
-from gnuq_core.qa.engine import QAConfig, clean, evaluate_question, question_seed, rescore, run_benchmark
+from gnuq_core.qa.engine import QAConfig, clean, evaluate_question, question_seed, run_benchmark
+from gnuq_core.qa.scores import SCORES, score_record
 from gnuq_core.repro.records import ConfigMismatch, read_records
 from tests.tiny_models import byte_tokenizer, tiny_gemma, tiny_llama
 
 CFG = QAConfig(model="tiny", max_new_tokens=3, n_samples=3, clusterer="exact")
 
 
-def test_evaluate_question_has_every_score_and_timing():
+def test_a_record_is_raw_and_every_score_is_computed_from_it():
     rec = evaluate_question(tiny_llama(), byte_tokenizer(), "Who wrote Hamlet?", CFG, style="chat",
                             clusterer=exact_match_clusters)
-    s = rec["scores"]
-    for key in ["log10_epistemic", "epistemic", "aleatoric", "combined", "max_sequence_probability",
-                "mean_token_entropy", "perplexity", "p_true", "predictive_entropy", "ln_predictive_entropy",
-                "semantic_entropy", "discrete_semantic_entropy"]:
-        assert key in s, key
+    assert "scores" not in rec  # only what the passes produce is kept
+    assert {"answer", "generation", "log_p", "grad_sq", "group_sq", "p_true", "samples"} <= set(rec)
+    assert rec["log_p"] == pytest.approx(math.fsum(rec["generation"]["token_log_probs"]), abs=1e-4)
+    s = score_record(rec, missing="raise")
+    assert set(s) == set(SCORES) and all(math.isfinite(v) for v in s.values())
     passes = {"generate", "gradient", "p_true", "sample", "cluster"}
     assert set(rec["timings"]) == passes | {"cpu"} and set(rec["timings"]["cpu"]) == passes
     assert len(rec["samples"]) == 3 and all("cluster" in x for x in rec["samples"])
     json.dumps(rec, allow_nan=False)
     rec = evaluate_question(tiny_gemma(), byte_tokenizer(False), "Q?", QAConfig(model="t", n_samples=0, p_true=False,
                             max_new_tokens=2), style="fewshot")
-    assert "samples" not in rec and "p_true" not in rec["scores"]
+    assert "samples" not in rec and "p_true" not in rec
+    assert math.isnan(score_record(rec)["p_true"]) and math.isfinite(score_record(rec)["epistemic"])
 
 
 def test_clean():
@@ -61,11 +63,11 @@ def test_benchmark_is_resumable(tmp_path):
         run_benchmark(lm, items, QAConfig(model="tiny", n_samples=2, clusterer="exact"), out, progress=False)
     with pytest.raises(ValueError, match="items come from fixture"):
         run_benchmark(lm, items, QAConfig(model="tiny", dataset="triviaqa"), tmp_path / "x.jsonl", progress=False)
-    # cached generations are re-scored without the model
-    again = rescore(r)
-    for k, v in again.items():
-        assert v == pytest.approx(r["scores"][k]), k
-    assert rescore(r, clusterer=lambda answers: [0] * len(answers))["semantic_entropy"] == pytest.approx(0.0)
+    # the stored record is scored without the model; reclustering the samples changes semantic entropy only
+    scores = score_record(r, missing="raise")
+    one_cluster = {**r, "samples": [{**x, "cluster": 0} for x in r["samples"]]}
+    assert score_record(one_cluster)["semantic_entropy"] == pytest.approx(0.0)
+    assert score_record(one_cluster)["epistemic"] == scores["epistemic"]
 
 
 def test_one_gradient_pass_gives_the_total_and_the_per_block_split():
@@ -79,7 +81,7 @@ def test_one_gradient_pass_gives_the_total_and_the_per_block_split():
     ids = encode_prompt(tok, format_prompt(tok, "Who wrote Hamlet?", "chat"), "chat")
     plain = forward_backward(model, ids, rec["generation"]["answer_ids"])  # every parameter, no groups
     assert rec["grad_sq"] == pytest.approx(plain.grad_sq, rel=1e-12)
-    assert math.log10(rec["grad_sq"]) == pytest.approx(rec["scores"]["log10_grad_log_p_sq"], abs=1e-12)
+    assert math.log10(rec["grad_sq"]) == pytest.approx(score_record(rec)["grad_log_p"], abs=1e-12)
     one = evaluate_question(model, tok, "Who wrote Hamlet?", QAConfig(model="t", groups="last_block", n_samples=0,
                             p_true=False, max_new_tokens=3), style="chat")
     assert list(one["group_sq"]) == ["last_block"] and one["group_sq"]["last_block"] == one["grad_sq"]
@@ -87,7 +89,7 @@ def test_one_gradient_pass_gives_the_total_and_the_per_block_split():
 
 def test_samples_are_seeded_by_question_not_by_run_order_or_process(tmp_path):
     from gnuq_core.qa.engine import question_seed
-    from gnuq_core.store.store import _without
+    from gnuq_core.repro.keys import without as _without
     from gnuq_core.repro.shards import World, shard_paths
 
     assert question_seed(0, "q1") == question_seed(0, "q1") != question_seed(0, "q2") != question_seed(1, "q1")

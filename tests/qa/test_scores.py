@@ -25,19 +25,14 @@ def _record(unsure: bool) -> dict[str, Any]:
     """A record with every field a score reads; ``unsure`` makes every raw signal less certain:
     lower p, larger gradient, lower P(True), flatter next-token distributions, samples that
     disagree (four meanings instead of one) and are less probable."""
-    from gnuq_core.estimators import from_log_p_and_grad_sq
-
     log_p, grad_sq = (-0.7, 1e4) if unsure else (-0.02, 10.0)
-    u = from_log_p_and_grad_sq(log_p, grad_sq)
     tok_lp = -2.0 if unsure else -0.05
     scale = 1e3 if unsure else 1.0
     return {
         "id": "x", "dataset": "triviaqa", "answer": "Paris",
         "generation": {"answer_ids": [11, 12], "token_log_probs": [log_p / 2, log_p / 2],
                        "token_entropies": [2.0, 3.0] if unsure else [0.1, 0.2], "stop_reason": "eos"},
-        "scores": {"log_p": log_p, "p": u.p, "log10_grad_log_p_sq": u.log10_grad_log_p_sq,
-                   "log10_epistemic": u.log10_epistemic, "epistemic": u.epistemic, "aleatoric": u.aleatoric,
-                   "combined": u.combined, "p_true": 0.2 if unsure else 0.9},
+        "log_p": log_p, "p_true": 0.2 if unsure else 0.9,
         "samples": [{"answer": f"a{i}", "answer_ids": [1, 2], "token_log_probs": [tok_lp, tok_lp],
                      "stop_log_prob": -0.1, "stop_reason": "eos", "cluster": i if unsure else 0} for i in range(4)],
         "grad_sq": grad_sq,
@@ -54,7 +49,7 @@ def test_every_score_is_higher_when_less_certain(name):
 class _Traced(Mapping):
     """A read-only view of a record that notes the path of every field a score reads."""
 
-    CONTAINERS = ("", "scores", "generation", "samples[]")
+    CONTAINERS = ("", "generation", "samples[]")
 
     def __init__(self, data: Mapping, path: str, seen: set[str]) -> None:
         self._d, self._path, self._seen = data, path, seen
@@ -80,7 +75,7 @@ class _Traced(Mapping):
 
 
 def _containers(seen: set[str]) -> set[str]:
-    return {p for p in seen if p not in ("scores", "generation", "samples")}
+    return {p for p in seen if p not in ("generation", "samples")}
 
 
 @pytest.mark.parametrize("name", list(scores.SCORES))
@@ -170,13 +165,13 @@ def test_combined_is_overflow_safe_and_one_formula():
     assert log10_combined(-math.inf, 0.25) == pytest.approx(math.log10(0.25))
     assert log10_epistemic(-1.0, 0.0) == -math.inf  # one underflow convention: the estimator's
     u = from_log_p_and_grad_sq(-0.7, 3.0)
-    rec = {"scores": {"log10_epistemic": u.log10_epistemic, "aleatoric": u.aleatoric}}
+    rec = {"log_p": -0.7, "grad_sq": 3.0}
     assert scores.get("combined")(rec) == pytest.approx(math.log10(u.combined), rel=1e-12)
 
 
 def test_a_zero_gradient_ranks_below_every_other_score():
-    rec = {"scores": {"log10_epistemic": None, "aleatoric": 0.0}}  # stored null: -inf
-    assert scores.get("epistemic")(rec) == -math.inf
+    rec = {"log_p": -0.7, "grad_sq": 0.0}  # a zero gradient: -inf, the estimator's one convention
+    assert scores.get("epistemic")(rec) == -math.inf and scores.get("grad_log_p")(rec) == -math.inf
     assert auroc([1, 0, 1], [-math.inf, -1e9, 2.0]) == auroc([1, 0, 1], [-3.0, -2.0, 2.0])
     with pytest.raises(ValueError, match="score 1 is nan"):
         auroc([1, 0], [0.0, math.nan])
@@ -202,9 +197,9 @@ def test_score_table_has_exactly_the_registered_scores():
 
 
 def test_semantic_entropy_has_one_formula_and_one_caller(monkeypatch):
-    """Only lm/baselines.py defines it and only qa/scores.py calls it; the engine's stored
-    values and the score table both go through it."""
-    from gnuq_core.qa import engine, study
+    """Only lm/baselines.py defines it and only qa/scores.py calls it; the score table goes
+    through it (records store no scores)."""
+    from gnuq_core.qa import study
     from gnuq_core.qa.data import QAItem
 
     pattern = re.compile(r"\bsemantic_entropy\s*\(")
@@ -214,20 +209,9 @@ def test_semantic_entropy_has_one_formula_and_one_caller(monkeypatch):
 
     monkeypatch.setattr(bl, "semantic_entropy", lambda *a, **k: 42.0)
     rec = _record(unsure=True)
-    assert engine.rescore(rec)["semantic_entropy"] == 42.0
+    assert scores.score_record(rec)["semantic_entropy"] == 42.0
     t = study.score_table([rec], {"x": QAItem("x", "q?", ("Paris",), (), "triviaqa")})
     assert t.iloc[0]["semantic_entropy"] == 42.0
-
-
-def test_engine_stores_the_registered_sampling_scores():
-    from gnuq_core.qa import engine
-
-    rec = _record(unsure=True)
-    stored = engine.rescore(rec)
-    for name in scores.names(needs="sample"):
-        assert stored[name] == scores.get(name)(rec), name
-    assert stored["n_clusters"] == 4.0
-    assert stored["mean_token_entropy"] == scores.get("mean_token_entropy")(rec)
 
 
 def _notebook_lists(path: Path) -> list[list[str]]:

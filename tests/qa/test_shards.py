@@ -19,7 +19,7 @@ import pytest
 from gnuq_core.repro.paths import REPO_ROOT
 from gnuq_core.repro.records import read_records
 from gnuq_core.store.contracts import Context, Exact, worst
-from gnuq_core.store.store import _without
+from gnuq_core.repro.keys import without as _without
 from gnuq_core.repro.shards import ShardLocked, locked, shard_path, shard_paths
 from tests.qa import shard_worker
 from tests.tiny_models import byte_tokenizer, tiny_llama

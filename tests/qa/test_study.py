@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+from gnuq_core.qa import scores
 from gnuq_core.qa import study as qa_study
 from gnuq_core.qa.data import QAItem
 from gnuq_core.store import ResultsDisagree, Store
@@ -23,19 +24,11 @@ ITEMS: dict[str, QAItem] = {}  # the questions behind the records made by _recor
 
 
 def _record(rid, dataset, answer, log_p, grad_sq, n_tokens, correct, incorrect=()):
-    from gnuq_core.estimators import from_log_p_and_grad_sq
-
-    u = from_log_p_and_grad_sq(log_p, grad_sq)
     ITEMS[rid] = QAItem(rid, "q?", tuple(correct), tuple(incorrect), dataset)
     return {"id": rid, "dataset": dataset, "answer": answer,
             "generation": {"answer_ids": list(range(n_tokens)), "token_log_probs": [log_p / n_tokens] * n_tokens,
                            "stop_reason": "eos", "prompt_ids": [1]},
-            "grad_sq": grad_sq,
-            "scores": {"log_p": log_p, "p": u.p, "log10_grad_log_p_sq": u.log10_grad_log_p_sq,
-                       "log10_epistemic": u.log10_epistemic, "epistemic": u.epistemic, "aleatoric": u.aleatoric,
-                       "combined": u.combined, "p_true": 0.7, "mean_token_entropy": 1.0,
-                       "predictive_entropy": 2.0, "ln_predictive_entropy": 1.0, "semantic_entropy": 0.5,
-                       "discrete_semantic_entropy": 0.3}}
+            "log_p": log_p, "grad_sq": grad_sq, "p_true": 0.7}
 
 
 def test_score_table_labels_and_decomposition():
@@ -125,7 +118,7 @@ def test_run_dataset_is_cached_and_records_carry_group_norms(tmp_path, monkeypat
         assert list(g[r["id"]]) == ["embeddings", "block 00", "block 01", "other"]
         total = math.fsum(g[r["id"]].values())
         assert total == pytest.approx(r["grad_sq"], rel=1e-6)  # stored values keep 7 significant digits
-        assert math.log10(total) == pytest.approx(r["scores"]["log10_grad_log_p_sq"], abs=1e-6)
+        assert math.log10(total) == pytest.approx(scores.get("grad_log_p")(r), abs=1e-6)
     with pytest.raises(KeyError, match="tqa_1.*no per-group norms"):
         qa_study.group_norms_of([{k: v for k, v in recs[0].items() if k != "group_sq"}])
     t = qa_study.score_table(recs, {it.id: it for it in items}, group_norms=g)
@@ -159,7 +152,7 @@ def test_store_records_carry_no_texts_and_are_verified(tmp_path, monkeypatch):
     assert [r["generation"]["prompt_ids"] for r in recs] == [r["generation"]["prompt_ids"] for r in direct]
     # The next build reuses the stored records after recomputing both of them identically.
     again = qa_study.run_dataset(lm, items, cfg, progress=False, store=store, verify=2)
-    assert [r["scores"] for r in again] == [r["scores"] for r in recs]
+    assert again == recs
     g = qa_study.group_norms_of(again)  # stored records keep their per-group split
     assert set(g) == {"tqa_1", "tqa_2"} and g == qa_study.group_norms_of(recs)
     assert not (store.root / "qa_groups").exists()
@@ -281,7 +274,7 @@ def test_where_markdown_prints_one_table_for_every_dataset(tmp_path, capsys):
 
 
 def test_a_command_over_several_datasets_makes_one_process_group(monkeypatch):
-    """Under torchrun, a carry over two datasets used to destroy the process group after the
+    """Under torchrun, a command over two datasets used to destroy the process group after the
     first and make it again for the second; both ranks then waited forever in a barrier. The
     command now holds one group for all its datasets (``fill`` nests inside it)."""
     import torch.distributed as dist
@@ -310,7 +303,7 @@ def test_a_command_over_several_datasets_makes_one_process_group(monkeypatch):
         return {}
 
     monkeypatch.setattr(qa_study, "fill", fill)
-    assert qa_study.main(["carry", "--dataset", "truthfulqa", "triviaqa", "--no-progress"]) == 0
+    assert qa_study.main(["verify", "--dataset", "truthfulqa", "triviaqa", "--no-progress"]) == 0
     assert seen == [("truthfulqa", True), ("triviaqa", True)]
     assert (state["made"], state["destroyed"]) == (1, 1)
 
@@ -325,41 +318,29 @@ def _tiny_run(tmp_path):
     return lm, items, QAConfig(model="tiny", max_new_tokens=3, n_samples=2, clusterer="exact")
 
 
-def test_the_gradient_part_is_what_rescore_answers_recomputes_of_it(tmp_path):
-    from gnuq_core.lm.clustering import get_clusterer
-    from gnuq_core.qa.engine import rescore_answers, resolved_style
-
-    lm, items, cfg = _tiny_run(tmp_path)
-    (rec,) = qa_study.run_dataset(lm, items[:1], cfg, progress=False, store=Store(tmp_path / "s", label="test"))
-    style = resolved_style(lm, cfg)
-    part = qa_study.gradient_part(lm, items[0].question, rec, cfg, style=style)
-    whole = rescore_answers(lm.model, lm.tokenizer, items[0].question, rec, cfg, style=style,
-                            clusterer=get_clusterer("exact", cfg.threshold))
-    assert set(part) == {"grad_sq", "group_sq", "scores"} and part["scores"]
-    assert part["grad_sq"] == whole["grad_sq"] and part["group_sq"] == whole["group_sq"]
-    assert part["scores"] == {k: whole["scores"][k] for k in part["scores"]}
-    assert {"p_true", "max_sequence_probability"}.isdisjoint(part["scores"])  # not the gradient pass's
-
-
-def test_a_carry_confined_to_the_gradient_verifies_every_record_and_samples_the_rest(tmp_path, monkeypatch):
-    import dataclasses
+def test_verify_all_checks_every_record_by_its_exact_part_resumably_and_names_an_altered_one(tmp_path, monkeypatch):
     import json
 
-    from gnuq_core.store import kinds as registry
+    import gnuq_core.qa.engine as engine
 
     lm, items, cfg = _tiny_run(tmp_path)
     made = qa_study.run_dataset(lm, items, cfg, progress=False, store=Store(tmp_path / "s", label="test"))
-    real_code = registry.Kind.code
-    monkeypatch.setattr(registry.Kind, "code", property(lambda k: "0" * 12 if k.name == "qa" else real_code.fget(k)))
-    monkeypatch.setitem(registry.KINDS, "qa", dataclasses.replace(registry.KINDS["qa"], carry_sample=0,
-                                                                    carry_part_sample=1))
     calls = []
-    real_part = qa_study.gradient_part
-    monkeypatch.setattr(qa_study, "gradient_part", lambda *a, **k: calls.append(a[1]) or real_part(*a, **k))
-    store = Store(tmp_path / "s", label="test", carry=True, carry_part="gradient", missing="error")
-    carried = qa_study.run_dataset(lm, items, cfg, progress=False, store=store)
-    assert [r["scores"] for r in carried] == [r["scores"] for r in made] and len(calls) == 1
-    (report,) = (tmp_path / "s" / "qa").glob("*.carried.json")
+    real = engine.rescore_answers
+    monkeypatch.setattr(engine, "rescore_answers", lambda *a, **k: calls.append(a[2]) or real(*a, **k))
+    store = Store(tmp_path / "s", label="test", verify_all=True, missing="error")
+    again = qa_study.run_dataset(lm, items, cfg, progress=False, store=store, verify=0, read_only=True)
+    assert again == made and len(calls) == 2 and len(store.checks()) == 2
+    (report,) = (tmp_path / "s" / "qa").glob("*.verified.json")
     info = json.loads(report.read_text())
-    assert (info["part"], info["verified_part_only"], info["verified_exact_part"]) == ("gradient", 1, 1)
-    assert info["to_code"] == "0" * 12
+    assert (info["items"], info["exact_part"], info["whole"]) == (2, 2, 0) and info["largest_deviation"] <= 1
+    assert not list((tmp_path / "s" / "qa").glob("*.verify-*"))  # the log goes once the report is written
+    # an altered stored number stops the verification, naming the item and the field
+    (path,) = (tmp_path / "s" / "qa").glob("*.jsonl")
+    lines = path.read_text().splitlines()
+    rec = json.loads(lines[2])
+    rec["grad_sq"] *= 1.5
+    path.write_text("\n".join(lines[:2] + [json.dumps(rec)]) + "\n")
+    with pytest.raises(ResultsDisagree, match=r"item tqa_2 .*\.grad_sq: stored"):
+        qa_study.run_dataset(lm, items, cfg, progress=False, store=Store(tmp_path / "s", label="t", verify_all=True),
+                             verify=0, read_only=True)

@@ -25,7 +25,7 @@ def compute(i):
     time.sleep(float(sys.argv[3]))            # a slow item
     return {"square": int(i) ** 2}
 
-Store(root, label="the test store").items(demo_kind(code), {"n": 12}, [str(i) for i in range(12)], compute, verify=2)
+Store(root, label="the test store").items(demo_kind(), {"n": 12}, [str(i) for i in range(12)], compute, verify=2)
 """
 
 
@@ -35,11 +35,8 @@ def _records(root: Path) -> list[dict]:
 
 
 def test_killed_run_resumes_without_loss_or_duplicates(tmp_path: Path) -> None:
-    from tests.store.conftest import write_code
-
     script, code, root = tmp_path / "run.py", tmp_path / "src", tmp_path / "store"
     script.write_text(SCRIPT)
-    write_code(code)
     proc = subprocess.Popen([sys.executable, str(script), str(root), str(code), "0.3"], cwd=REPO_ROOT,
                             env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
     deadline = time.time() + 120

@@ -1,10 +1,6 @@
-"""Shared pieces of the store tests: a kind whose code is a module written in a temporary folder."""
+"""Shared pieces of the store tests: a demo kind, and a fingerprint of another machine."""
 
 from __future__ import annotations
-
-from pathlib import Path
-
-import pytest
 
 from gnuq_core.store.contracts import Contract, Exact
 from gnuq_core.store.kinds import Kind
@@ -21,22 +17,6 @@ def another_platform(fingerprint: dict) -> dict:
             "torch_isa": other(fingerprint.get("torch_isa"), "AVX2")}
 
 
-def demo_kind(source_root: Path, contract: Contract | None = None, name: str = "demo", **kw) -> Kind:
-    """A kind ``name`` whose code is ``<source_root>/gnuq_core/demo.py`` (write it first: :func:`write_code`)."""
-    return Kind(name, ("gnuq_core.demo",), contract or Exact(rtol=1e-6, atol=1e-12), "one demo item", "00_demo",
-                source_root=source_root, **kw)
-
-
-def write_code(source_root: Path, text: str = "def f(x):\n    return 2 * x\n") -> None:
-    """The demo kind's code."""
-    pkg = source_root / "gnuq_core"
-    pkg.mkdir(parents=True, exist_ok=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "demo.py").write_text(text)
-
-
-@pytest.fixture()
-def code_root(tmp_path: Path) -> Path:
-    root = tmp_path / "src"
-    write_code(root)
-    return root
+def demo_kind(contract: Contract | None = None, name: str = "demo", version: int = 1, **kw) -> Kind:
+    """A kind ``name`` (not registered) at ``version``."""
+    return Kind(name, version, contract or Exact(rtol=1e-6, atol=1e-12), "one demo item", "00_demo", **kw)

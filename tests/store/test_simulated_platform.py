@@ -2,7 +2,7 @@
 
 Chapter 02's stored synthetic sweep (30 seeds, trained in float32: chaotic) is checked on a
 copy of the results store, once on this machine and once as on a CPU without AVX-512
-(`gnuq_core.store.fingerprint.SIMULATIONS`). Then one stored number of the item the check
+(`gnuq_core.repro.fingerprint.SIMULATIONS`). Then one stored number of the item the check
 draws is moved beyond what its contract allows, and both platforms must refuse it, naming it.
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from gnuq_core.repro.paths import REPO_ROOT
-from gnuq_core.store.fingerprint import cpu_isa, simulated_env
+from gnuq_core.repro.fingerprint import cpu_isa, simulated_env
 from gnuq_core.store.store import RESULTS
 
 KIND = "proxy_synthetic"

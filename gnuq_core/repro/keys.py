@@ -1,4 +1,5 @@
-"""Canonical configuration keys: the same configuration gives the same key on every machine.
+"""JSON values of results, and canonical configuration keys: the same configuration gives the
+same key on every machine.
 
 A store file is named by a hash of its configuration. Configurations hold floats that are
 computed, not typed (``np.logspace(-5, 0, 11)`` gives ``1e-05`` on one machine and
@@ -13,9 +14,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from typing import Any
+from typing import Any, Iterable
 
-__all__ = ["KEY_DIGITS", "canonical", "config_key"]
+__all__ = ["KEY_DIGITS", "canonical", "config_key", "plain", "rounded", "without"]
 
 KEY_DIGITS = 12
 """Significant digits a float keeps in a key (two configurations closer than that are the same)."""
@@ -53,3 +54,42 @@ def config_key(config: dict[str, Any]) -> str:
     """Stable 16-hex-digit hash of a configuration, after :func:`canonical`."""
     text = json.dumps(canonical(config), sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def rounded(obj: Any, digits: int) -> Any:
+    """``obj`` with every float rounded to ``digits`` significant digits and NaN/inf as ``None``
+    (store files are strict JSON)."""
+    if isinstance(obj, float):
+        return float(f"{obj:.{digits}g}") if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: rounded(v, digits) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [rounded(v, digits) for v in obj]
+    return obj
+
+
+def plain(obj: Any) -> Any:
+    """``obj`` as a store file holds it: numpy arrays and scalars as lists and Python numbers,
+    NaN and inf as ``None``, tuples as lists, dict keys as strings (nothing rounded)."""
+    if isinstance(obj, dict):
+        return {str(k): plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [plain(v) for v in obj]
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, (str, bytes, bool, int)) or obj is None:
+        return obj
+    tolist = getattr(obj, "tolist", None)  # numpy arrays and scalars
+    if callable(tolist):
+        return plain(tolist())
+    return str(obj)
+
+
+def without(obj: Any, keys: Iterable[str]) -> Any:
+    """``obj`` without the dict entries named ``keys``, at every level."""
+    keys = set(keys)
+    if isinstance(obj, dict):
+        return {k: without(v, keys) for k, v in obj.items() if k not in keys}
+    if isinstance(obj, list):
+        return [without(v, keys) for v in obj]
+    return obj

@@ -18,6 +18,7 @@ machine would. Nothing here imports torch or JAX.
 
 from __future__ import annotations
 
+import datetime as _dt
 import functools
 import hashlib
 import importlib.metadata
@@ -25,9 +26,17 @@ import json
 import os
 import platform
 import re
+from contextlib import suppress
+from pathlib import Path
 from typing import Any, Mapping
 
-__all__ = ["ISA_LEVELS", "SIMULATIONS", "cpu_isa", "fingerprint", "fingerprint_id", "describe", "simulated_env"]
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["ISA_LEVELS", "SIMULATIONS", "cpu_isa", "fingerprint", "fingerprint_id", "describe", "simulated_env",
+           "registered", "register"]
 
 ISA_LEVELS = ("SSE4_2", "AVX", "AVX2", "AVX512", "AVX512_VNNI", "AVX512_BF16", "AMX")
 """XLA's CPU instruction-set levels, lowest first (the values of ``--xla_cpu_max_isa``)."""
@@ -208,3 +217,30 @@ def describe(fp: Mapping[str, Any]) -> str:
     libs = ", ".join(f"{k} {v[k]}" for k in ("torch", "jax", "numpy") if k in v)
     return (f"{fp.get('vendor')} {fp.get('cpu')}, {fp.get('machine')}, {fp.get('cpu_isa')} ({kernels}), "
             f"{fp.get('cores')} cores, {libs}")
+
+
+def registered(path: Path) -> dict[str, dict[str, Any]]:
+    """The fingerprints a registry file (``results/fingerprints.jsonl``) holds: ``{id: fingerprint}``."""
+    out: dict[str, dict[str, Any]] = {}
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            with suppress(ValueError, KeyError, TypeError):
+                entry = json.loads(line)
+                out[entry["id"]] = entry["fingerprint"]
+    return out
+
+
+def register(path: Path, fp: Mapping[str, Any]) -> str:
+    """Add ``fp`` to the registry file ``path`` unless it is there (locked, fsynced); its id."""
+    fid = fingerprint_id(fp)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a+", encoding="utf-8") as f:
+        if fcntl is not None:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        f.seek(0)
+        if fid not in {json.loads(line).get("id") for line in f if line.strip()}:
+            entry = {"id": fid, "fingerprint": dict(fp), "first_seen": _dt.date.today().isoformat()}
+            f.write(json.dumps(entry, sort_keys=True) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+    return fid

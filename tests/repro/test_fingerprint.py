@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from gnuq_core.store import fingerprint as fp
+from gnuq_core.repro import fingerprint as fp
 
 
 def _in_subprocess(env: dict[str, str], code: str) -> str:
@@ -27,14 +27,14 @@ def test_the_fingerprint_names_the_platform() -> None:
 
 
 def test_importing_libraries_does_not_change_it() -> None:
-    code = ("from gnuq_core.store.fingerprint import fingerprint_id as i; a = i(); "
+    code = ("from gnuq_core.repro.fingerprint import fingerprint_id as i; a = i(); "
             "import scipy.linalg, torch, jax; print(a == i())")
     assert _in_subprocess(dict(os.environ), code) == "True"
 
 
 @pytest.mark.parametrize("name", sorted(fp.SIMULATIONS))
 def test_a_simulated_cpu_has_another_fingerprint(name: str) -> None:
-    code = "import json; from gnuq_core.store.fingerprint import fingerprint; print(json.dumps(fingerprint()))"
+    code = "import json; from gnuq_core.repro.fingerprint import fingerprint; print(json.dumps(fingerprint()))"
     native = json.loads(_in_subprocess(dict(os.environ), code))
     simulated = json.loads(_in_subprocess(fp.simulated_env(name), code))
     if native["cpu_isa"] in ("SSE4_2", "unknown"):
@@ -47,7 +47,7 @@ def test_a_simulated_cpu_has_another_fingerprint(name: str) -> None:
 
 
 def test_the_torch_level_is_what_torch_reports() -> None:
-    code = ("import torch; from gnuq_core.store.fingerprint import fingerprint; "
+    code = ("import torch; from gnuq_core.repro.fingerprint import fingerprint; "
             "print(torch.backends.cpu.get_cpu_capability() == fingerprint()['torch_isa'])")
     assert _in_subprocess(dict(os.environ), code) == "True"
     assert _in_subprocess(fp.simulated_env("avx2"), code) == "True"

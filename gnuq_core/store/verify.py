@@ -1,0 +1,101 @@
+"""Verify every stored item of a file, not a sample (``gnuq store verify --all``).
+
+A chaotic kind whose check elsewhere recomputes from the stored outputs (the QA records, the
+spectra of a stored θ*) recomputes *every* item's exact part that way and the build's sample
+whole; any other kind every item whole. Resumable and shardable (``torchrun``): each verified
+item is a line of ``<key>.verify-<platform>.jsonl``; when all agreed, ``<key>.verified.json``
+reports what was compared, where, and the largest deviation, and the log goes. The first item
+that disagrees stops it with `~gnuq_core.store.store.ResultsDisagree` naming the item.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+from gnuq_core.repro.files import write_atomic
+from gnuq_core.repro.shards import World, read_merged, writer
+from gnuq_core.store import kinds as registry
+from gnuq_core.store.contracts import Chaotic
+from gnuq_core.store.store import Check, Recipe, ResultsDisagree, Sample, Store, check_item, disagreement, relative
+
+__all__ = ["verify_file", "report_path"]
+
+
+def report_path(path: Path) -> Path:
+    """The report of a full verification of the store file ``path``."""
+    return path.with_name(f"{path.stem}.verified.json")
+
+
+def _plan(spec: registry.Kind, ids: Sequence[str], recipe: Recipe, sample: Sample,
+          stored: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """``{item: "whole" | "exact part"}`` (see the module docstring)."""
+    contract = spec.contract
+    by_inputs = (recipe.from_outputs is not None and isinstance(contract, Chaotic) and contract.foreign.needs_inputs)
+    if not by_inputs:
+        return {i: "whole" for i in ids}
+    whole = set(sample.draw(ids, stored))
+    return {i: "whole" if i in whole else "exact part" for i in ids}
+
+
+def verify_file(store: Store, spec: registry.Kind, path: Path, stored: dict[str, dict[str, Any]], ids: Sequence[str],
+                recipe: Recipe, sample: Sample, world: World, progress: str | None = None) -> list[Check]:
+    """Check every item of ``ids`` stored in ``path`` (this rank's share); the checks made now.
+
+    Resumes from the log of an earlier, interrupted verification on this platform; writes
+    the report when all items are verified (rank 0)."""
+    plan = _plan(spec, ids, recipe, sample, stored)
+    platform = store.fingerprint_id
+    log = path.with_name(f"{path.stem}.verify-{platform}.jsonl")
+    config = {"_kind": spec.name, "_version": spec.version, "file": path.name, "platform": platform}
+    checks: list[Check] = []
+    with writer(log, config, world, list(plan)) as out:
+        todo = [i for i in world.mine(list(plan)) if i not in out.done]
+        if todo and progress:
+            from tqdm.auto import tqdm
+
+            todo = tqdm(todo, desc=f"verify {progress}" + (f" [rank {world.rank}/{world.size}]" if world.sharded
+                                                          else ""), total=len(world.mine(list(plan))),
+                        initial=len(world.mine(list(plan))) - len(todo))
+        for item in todo:
+            check = check_item(spec, path, item, stored, platform, recipe, exact_part=plan[item] == "exact part")
+            if not check.passed:
+                raise ResultsDisagree(disagreement(check, spec))
+            checks.append(check)
+            out.append(item, {"how": plan[item], "largest": check.largest,
+                              "where": check.worst.path if check.worst else "", "rule": check.rule,
+                              "seconds": round(check.seconds, 3)})
+    if world.rank == 0:
+        _report(spec, path, log, plan, platform)
+    return checks
+
+
+def _report(spec: registry.Kind, path: Path, log: Path, plan: dict[str, str], platform: str) -> None:
+    """Write ``<key>.verified.json`` once the log holds every planned item, then remove the log."""
+    _, done = read_merged(log)
+    if {str(r["id"]) for r in done} < set(plan):
+        return
+    top = max(done, key=lambda r: r["largest"], default={"largest": 0.0, "where": "", "id": ""})
+    report = {"kind": spec.name, "version": spec.version, "file": path.name, "platform": platform,
+              "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "items": len(plan),
+              "whole": sum(h == "whole" for h in plan.values()),
+              "exact_part": sum(h == "exact part" for h in plan.values()),
+              "largest_deviation": top["largest"], "largest_where": f"{top['id']} {top['where']}".strip(),
+              "rules": sorted({r["rule"] for r in done}), "seconds": round(sum(r["seconds"] for r in done), 1)}
+    write_atomic(report_path(path), json.dumps(report, indent=1, ensure_ascii=False) + "\n")
+    log.unlink(missing_ok=True)
+
+
+def describe_report(path: Path) -> str:
+    """One line on the last full verification of ``path`` ("" if none)."""
+    report = report_path(path)
+    if not report.exists():
+        return ""
+    try:
+        r = json.loads(report.read_text(encoding="utf-8"))
+        return (f"verified {r['date'][:10]} on {r['platform']}: {r['items']} items ({r['exact_part']} by their exact "
+                f"part), largest deviation {r['largest_deviation']:.2g}")
+    except (ValueError, KeyError, TypeError):
+        return f"{relative(report)} is unreadable"
