@@ -15,6 +15,10 @@ resamples within the strata:
   accuracy, per model and dataset;
 - `weighted_auroc`, `audited_aurocs`: each score's AUROC for hand-labelled incorrectness on
   the audited answers, with the same weights.
+
+``audit/truthfulqa/`` holds careful labels of *every* TruthfulQA answer (not a sample; its
+README says how they were made): `careful_labels` reads them, `careful_agreement` measures
+the two independent labellings of the double-labelled answers (Cohen's κ).
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ import numpy as np
 from gnuq_core.repro.files import json_lines
 from gnuq_core.repro.paths import REPO_ROOT
 
-__all__ = ["AUDIT_DIR", "LABELS", "load_labels", "weights", "grader_quality", "weighted_auroc", "audited_aurocs"]
+__all__ = ["AUDIT_DIR", "LABELS", "load_labels", "weights", "grader_quality", "weighted_auroc", "audited_aurocs",
+           "careful_labels", "careful_agreement", "cohen_kappa"]
 
 AUDIT_DIR = REPO_ROOT / "audit"
 LABELS = ("correct", "incorrect", "unclear")
@@ -167,3 +172,74 @@ def audited_aurocs(labels: Any, tables: Mapping[tuple[str, str], Any], score_nam
             out.append({"model": model, "dataset": dataset, "score": name, "auroc": point, "lo": float(lo),
                         "hi": float(hi), "n": len(cell)})
     return pd.DataFrame(out)
+
+
+def _keyed(path: Path) -> dict[str, dict[str, Any]]:
+    """``{key: row}`` of a careful-labels file; a damaged line or label is one clear error."""
+    out = {}
+    for n, row in json_lines(path, fix="restore the file from git", torn_tail=False):
+        if not {"key", "label", "reason"} <= set(row) or row["label"] not in LABELS or row["key"] in out:
+            raise ValueError(f"{path}, line {n}: needs a new key, a label (one of {', '.join(LABELS)}) and a reason")
+        out[row["key"]] = row
+    return out
+
+
+def careful_labels(folder: str | Path | None = None) -> Any:
+    """The careful label of every TruthfulQA answer: one row per answer with ``key``, ``model``,
+    ``id``, ``label``, ``reason`` and ``labeller`` (``a`` or ``b``: the primary labellings).
+
+    Raises a `ValueError` naming the key when an answer has no label or two."""
+    import pandas as pd
+
+    folder = Path(folder) if folder is not None else AUDIT_DIR / "truthfulqa"
+    keys = [row for _, row in json_lines(folder / "keys.jsonl", fix="restore the file from git", torn_tail=False)]
+    labelled: dict[str, dict[str, Any]] = {}
+    for who in ("a", "b"):
+        for key, row in _keyed(folder / f"labels_{who}.jsonl").items():
+            if key in labelled:
+                raise ValueError(f"{folder}: answer {key} is labelled by both primary labellers")
+            labelled[key] = {**row, "labeller": who}
+    missing = [k["key"] for k in keys if k["key"] not in labelled]
+    if missing:
+        raise ValueError(f"{folder}: {len(missing)} answers have no primary label (first: {missing[0]})")
+    return pd.DataFrame([{**k, **{f: labelled[k["key"]][f] for f in ("label", "reason", "labeller")}} for k in keys])
+
+
+def cohen_kappa(a: Sequence[str], b: Sequence[str]) -> float:
+    """Cohen's κ of two labellings of the same items: (agreement − chance) / (1 − chance)."""
+    a, b = list(a), list(b)
+    cats = sorted(set(a) | set(b))
+    n = len(a)
+    observed = sum(x == y for x, y in zip(a, b)) / n
+    chance = sum((a.count(c) / n) * (b.count(c) / n) for c in cats)
+    return float((observed - chance) / (1 - chance)) if chance < 1 else float("nan")
+
+
+def careful_agreement(folder: str | Path | None = None, *, n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
+    """How the independent second labelling agrees with the primary labels on the answers both read.
+
+    Returns ``n`` (double-labelled answers), ``decided`` (both said correct or incorrect),
+    ``agreement`` and ``kappa`` on the decided ones with a bootstrap 95 % interval
+    (``kappa_lo``, ``kappa_hi``), ``kappa_all`` over all three labels, ``table`` (counts of
+    each (primary, second) pair) and ``disagreements`` (the keys and both labels and reasons).
+    """
+    folder = Path(folder) if folder is not None else AUDIT_DIR / "truthfulqa"
+    primary = careful_labels(folder).set_index("key")
+    second = _keyed(folder / "labels_second.jsonl")
+    both = [k for k in second if k in primary.index]
+    pairs = [(primary.at[k, "label"], second[k]["label"]) for k in both]
+    decided = [(x, y) for x, y in pairs if "unclear" not in (x, y)]
+    rng = np.random.default_rng(seed)
+    boots = [cohen_kappa(*zip(*[decided[i] for i in rng.integers(0, len(decided), len(decided))]))
+             for _ in range(n_boot)]
+    lo, hi = np.nanquantile(boots, [0.025, 0.975])
+    table: dict[str, int] = {}
+    for x, y in pairs:
+        table[f"{x} / {y}"] = table.get(f"{x} / {y}", 0) + 1
+    return {"n": len(pairs), "decided": len(decided), "agreement": float(np.mean([x == y for x, y in decided])),
+            "kappa": cohen_kappa(*zip(*decided)), "kappa_lo": float(lo), "kappa_hi": float(hi),
+            "kappa_all": cohen_kappa(*zip(*pairs)), "table": table,
+            "disagreements": [{"key": k, "model": primary.at[k, "model"], "id": primary.at[k, "id"],
+                               "primary": primary.at[k, "label"], "primary_reason": primary.at[k, "reason"],
+                               "second": second[k]["label"], "second_reason": second[k]["reason"]}
+                              for k in both if primary.at[k, "label"] != second[k]["label"]]}
