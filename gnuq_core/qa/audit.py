@@ -186,7 +186,8 @@ def _keyed(path: Path) -> dict[str, dict[str, Any]]:
 
 def careful_labels(folder: str | Path | None = None) -> Any:
     """The careful label of every TruthfulQA answer: one row per answer with ``key``, ``model``,
-    ``id``, ``label``, ``reason`` and ``labeller`` (``a`` or ``b``: the primary labellings).
+    ``id``, ``label``, ``reason`` and ``labeller`` (``a`` or ``b``: the primary labellings;
+    ``adjudicated``: where the second labelling disagreed, the adjudication's final label).
 
     Raises a `ValueError` naming the key when an answer has no label or two."""
     import pandas as pd
@@ -202,6 +203,12 @@ def careful_labels(folder: str | Path | None = None) -> Any:
     missing = [k["key"] for k in keys if k["key"] not in labelled]
     if missing:
         raise ValueError(f"{folder}: {len(missing)} answers have no primary label (first: {missing[0]})")
+    adjudicated = folder / "adjudication.jsonl"
+    for n, row in (json_lines(adjudicated, fix="restore the file from git", torn_tail=False)
+                   if adjudicated.exists() else []):
+        if row.get("key") not in labelled or row.get("final") not in LABELS:
+            raise ValueError(f"{adjudicated}, line {n}: needs the key of a labelled answer and a final label")
+        labelled[row["key"]] = {"label": row["final"], "reason": row["why"], "labeller": "adjudicated"}
     return pd.DataFrame([{**k, **{f: labelled[k["key"]][f] for f in ("label", "reason", "labeller")}} for k in keys])
 
 
@@ -225,6 +232,8 @@ def careful_agreement(folder: str | Path | None = None, *, n_boot: int = 2000, s
     """
     folder = Path(folder) if folder is not None else AUDIT_DIR / "truthfulqa"
     primary = careful_labels(folder).set_index("key")
+    for key, row in {**_keyed(folder / "labels_a.jsonl"), **_keyed(folder / "labels_b.jsonl")}.items():
+        primary.at[key, "label"], primary.at[key, "reason"] = row["label"], row["reason"]  # before adjudication
     second = _keyed(folder / "labels_second.jsonl")
     both = [k for k in second if k in primary.index]
     pairs = [(primary.at[k, "label"], second[k]["label"]) for k in both]

@@ -71,3 +71,49 @@ def test_the_committed_audit_set() -> None:
     assert len(labels) >= 400 and labels.groupby(["model", "dataset"]).size().min() >= 100
     assert set(labels["label"]) <= set(audit.LABELS)
     assert not any(c in labels.columns for c in ("question", "answer", "reference"))  # ids and labels only
+
+
+def _careful(folder, keys, a, b, second, adjudication=()):
+    import json
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "keys.jsonl").write_text("".join(json.dumps({"key": k, "model": m, "id": i}) + "\n" for k, m, i in keys))
+    for name, rows in (("labels_a", a), ("labels_b", b), ("labels_second", second)):
+        (folder / f"{name}.jsonl").write_text("".join(json.dumps({"key": k, "label": l, "reason": "r"}) + "\n"
+                                                      for k, l in rows))
+    if adjudication:
+        (folder / "adjudication.jsonl").write_text("".join(json.dumps({"key": k, "final": l, "why": "w"}) + "\n"
+                                                           for k, l in adjudication))
+
+
+def test_cohen_kappa_against_its_textbook_cases() -> None:
+    from gnuq_core.qa.audit import cohen_kappa
+
+    assert cohen_kappa("aabb", "aabb") == 1.0
+    assert cohen_kappa("aabb", "abab") == 0.0  # agreement at chance
+    assert cohen_kappa("aaab", "aaba") == pytest.approx((0.5 - 0.625) / (1 - 0.625))
+
+
+def test_careful_labels_take_the_adjudication_and_agreement_the_labellings_as_made(tmp_path) -> None:
+    from gnuq_core.qa.audit import careful_agreement, careful_labels
+
+    keys = [("k1", "m", "q1"), ("k2", "m", "q2"), ("k3", "n", "q1"), ("k4", "n", "q2")]
+    _careful(tmp_path, keys, [("k1", "correct"), ("k2", "incorrect")], [("k3", "incorrect"), ("k4", "unclear")],
+             [("k1", "correct"), ("k2", "correct"), ("k3", "incorrect")], adjudication=[("k2", "correct")])
+    t = careful_labels(tmp_path).set_index("key")
+    assert t.loc["k2", "label"] == "correct" and t.loc["k2", "labeller"] == "adjudicated"
+    assert t.loc["k3", "labeller"] == "b" and list(t["model"]) == ["m", "m", "n", "n"]
+    agree = careful_agreement(tmp_path, n_boot=50)
+    assert (agree["n"], agree["decided"]) == (3, 3) and agree["agreement"] == pytest.approx(2 / 3)
+    assert [d["key"] for d in agree["disagreements"]] == ["k2"] and agree["disagreements"][0]["primary"] == "incorrect"
+    _careful(tmp_path / "gap", keys, [("k1", "correct")], [("k3", "incorrect")], [])
+    with pytest.raises(ValueError, match="2 answers have no primary label"):
+        careful_labels(tmp_path / "gap")
+
+
+def test_the_committed_careful_labels_cover_every_truthfulqa_answer() -> None:
+    from gnuq_core.qa.audit import careful_agreement, careful_labels
+
+    t = careful_labels()
+    assert len(t) == 2 * 817 and t.groupby("model").size().tolist() == [817, 817] and t["key"].is_unique
+    assert careful_agreement(n_boot=200)["kappa"] >= 0.6
