@@ -10,8 +10,9 @@ Priors (``MLPConfig.prior``), both zero-mean Gaussian and independent:
 * ``"fan_in"``: weights of a layer with ``fan_in`` inputs ~ N(0, σ_w² / fan_in), biases
   ~ N(0, σ_b²) (the usual "He/LeCun"-style scaling; the prior is *not* isotropic in θ).
 
-Likelihood: Bernoulli(sigmoid f(x)) for classification, N(f(x), σ_noise²) with a known
-σ_noise for regression. Computations run in float64 (``jax.enable_x64``).
+Likelihood: Bernoulli(sigmoid f(x)) for (binary) classification, Categorical(softmax f(x))
+over ``n_classes`` outputs for multiclass, N(f(x), σ_noise²) with a known σ_noise for
+regression. Computations run in float64 (``jax.enable_x64``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ import numpy as np
 
 __all__ = ["MLPConfig", "x64", "n_params", "layer_shapes", "unflatten", "forward", "prior_std",
            "log_prior", "log_likelihood", "log_joint", "numpyro_model", "fit_map", "MapResult"]
+
+TASKS = ("classification", "multiclass", "regression")
 
 ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
     "tanh": jnp.tanh, "relu": jax.nn.relu, "gelu": jax.nn.gelu, "erf": jax.scipy.special.erf,
@@ -65,9 +68,12 @@ class MLPConfig:
     sigma_w, sigma_b : float
         Scales of the fan-in prior.
     task : str
-        ``"classification"`` or ``"regression"``.
+        ``"classification"`` (binary, one logit), ``"multiclass"`` (``n_classes`` logits) or
+        ``"regression"``.
     noise_sigma : float
         Known likelihood noise for regression (ignored in classification).
+    n_classes : int
+        Classes of a multiclass model (≥ 3; ignored otherwise).
     """
 
     input_dim: int = 2
@@ -80,25 +86,38 @@ class MLPConfig:
     sigma_b: float = 1.0
     task: str = "classification"
     noise_sigma: float = 0.1
+    n_classes: int = 2
 
     def __post_init__(self) -> None:
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"activation {self.activation!r} unknown; choose one of {', '.join(ACTIVATIONS)}")
         if self.prior not in ("plain", "fan_in"):
             raise ValueError(f"prior {self.prior!r} unknown; choose 'plain' or 'fan_in'")
-        if self.task not in ("classification", "regression"):
-            raise ValueError(f"task {self.task!r} unknown; choose 'classification' or 'regression'")
+        if self.task not in TASKS:
+            raise ValueError(f"task {self.task!r} unknown; choose one of {', '.join(TASKS)}")
+        if self.task == "multiclass" and self.n_classes < 3:
+            raise ValueError(f"a multiclass model needs n_classes ≥ 3 (got {self.n_classes}); two classes are "
+                             "task='classification'")
         if self.depth < 0 or self.width < 1:
             raise ValueError(f"width={self.width} must be ≥ 1 and depth={self.depth} ≥ 0 (0: a linear model)")
 
     def as_dict(self) -> dict[str, Any]:
-        """The configuration as a plain dict (for cache keys)."""
-        return asdict(self)
+        """The configuration as a plain dict (for keys; ``n_classes`` only where it matters, so
+        the keys of binary and regression models stay what they were)."""
+        out = asdict(self)
+        if self.task != "multiclass":
+            del out["n_classes"]
+        return out
+
+    @property
+    def outputs(self) -> int:
+        """Network outputs: ``n_classes`` logits for multiclass, one otherwise."""
+        return self.n_classes if self.task == "multiclass" else 1
 
 
 def layer_shapes(cfg: MLPConfig) -> list[tuple[int, int]]:
     """``(fan_in, fan_out)`` of each dense layer, input to output."""
-    dims = [cfg.input_dim] + [cfg.width] * cfg.depth + [1]
+    dims = [cfg.input_dim] + [cfg.width] * cfg.depth + [cfg.outputs]
     return list(zip(dims[:-1], dims[1:]))
 
 
@@ -120,14 +139,16 @@ def unflatten(cfg: MLPConfig, theta: jax.Array) -> list[tuple[jax.Array, jax.Arr
 
 
 def forward(cfg: MLPConfig, theta: jax.Array, x: jax.Array) -> jax.Array:
-    """Network output f(x; θ): logits (classification) or means (regression), shape ``x.shape[:-1]``."""
+    """Network output f(x; θ): logits (classification) or means (regression), shape ``x.shape[:-1]``
+    (multiclass: ``x.shape[:-1] + (n_classes,)``)."""
     act = ACTIVATIONS[cfg.activation]
     h = x
     layers = unflatten(cfg, theta)
     for w, b in layers[:-1]:
         h = act(h @ w + b)
     w, b = layers[-1]
-    return (h @ w + b)[..., 0]
+    out = h @ w + b
+    return out if cfg.task == "multiclass" else out[..., 0]
 
 
 def prior_std(cfg: MLPConfig) -> np.ndarray:
@@ -153,6 +174,9 @@ def log_likelihood(cfg: MLPConfig, theta: jax.Array, x: jax.Array, y: jax.Array)
     f = forward(cfg, theta, x)
     if cfg.task == "classification":
         return jnp.sum(y * jax.nn.log_sigmoid(f) + (1 - y) * jax.nn.log_sigmoid(-f))
+    if cfg.task == "multiclass":
+        logp = jax.nn.log_softmax(f, axis=-1)
+        return jnp.sum(jnp.take_along_axis(logp, y.astype(jnp.int32)[:, None], axis=-1))
     s = cfg.noise_sigma
     return jnp.sum(-0.5 * ((y - f) / s) ** 2 - math.log(s) - 0.5 * math.log(2 * math.pi))
 
@@ -172,6 +196,8 @@ def numpyro_model(cfg: MLPConfig, x: jax.Array, y: jax.Array | None = None) -> N
     f = forward(cfg, theta, x)
     if cfg.task == "classification":
         numpyro.sample("y", dist.Bernoulli(logits=f).to_event(1), obs=y)
+    elif cfg.task == "multiclass":
+        numpyro.sample("y", dist.Categorical(logits=f).to_event(1), obs=None if y is None else y.astype(jnp.int32))
     else:
         numpyro.sample("y", dist.Normal(f, cfg.noise_sigma).to_event(1), obs=y)
 

@@ -12,6 +12,11 @@ delta method gives Var[f(x)] ≈ g_fᵀ Σ g_f. The estimates differ only in Σ:
 ``diag``       Σ = diag(∇²NLL + prior precision)⁻¹ (diagonal of the exact Hessian)
 =============  ==========================================================
 
+Multiclass (``task="multiclass"``): the estimates are taken for the probability of the
+class the MAP predicts, p_c = softmax(f)_c with c = argmax: g = ∇θ p_c directly, the same
+covariances (the exact Hessian of the categorical likelihood; the GGN Σ_i J_iᵀ(diag p_i −
+p_i p_iᵀ)J_i), and ``aleatoric`` = p_c(1−p_c), as the paper's Table 1 defines them.
+
 In classification, p = sigmoid f and ∇θ p = p(1−p) g_f, so every probability-space
 estimate is the logit-space one times the sigmoid factor (p(1−p))². :func:`estimates`
 returns both (keys ``<name>_f`` and ``<name>_p``), plus ``sigmoid_sq`` = (p(1−p))² alone
@@ -59,6 +64,34 @@ def _output_fn(cfg: MLPConfig) -> Any:
 
 
 @functools.lru_cache(maxsize=128)
+def _class_output_fn(cfg: MLPConfig, probability: bool) -> Any:
+    """``(θ, [x, c]) -> f_c(x)`` or ``p_c(x) = softmax(f(x))_c``: one output of a multiclass net,
+    the class index ``c`` carried as the input's last entry (one jitted gradient for all classes)."""
+    def fn(th: Any, xc: Any) -> Any:
+        out = forward(cfg, th, xc[None, :-1])[0]
+        out = jax.nn.softmax(out) if probability else out
+        return out[xc[-1].astype(jnp.int32)]
+
+    return fn
+
+
+@x64
+def class_jacobian(cfg: MLPConfig, theta: np.ndarray, xs: np.ndarray, classes: np.ndarray, *,
+                   probability: bool = True, batch: int = 512) -> np.ndarray:
+    """Rows ∇θ p_c(xs[i]) (or ∇θ f_c with ``probability=False``) of a multiclass net, c = ``classes[i]``."""
+    xc = np.concatenate([np.asarray(xs, float), np.asarray(classes, float)[:, None]], axis=1)
+    return np.asarray(jacobian_rows(_class_output_fn(cfg, probability), jnp.asarray(theta, jnp.float64),
+                                    jnp.asarray(xc, jnp.float64), chunk=batch))
+
+
+def class_probabilities(cfg: MLPConfig, theta: np.ndarray, xs: np.ndarray) -> np.ndarray:
+    """softmax f(x; θ) of a multiclass net, ``(n, n_classes)``."""
+    f = np.asarray(x64(lambda: forward(cfg, jnp.asarray(theta), jnp.asarray(xs)))())
+    z = np.exp(f - f.max(axis=1, keepdims=True))
+    return z / z.sum(axis=1, keepdims=True)
+
+
+@functools.lru_cache(maxsize=128)
 def _hessian_fn(cfg: MLPConfig) -> Any:
     return jax.jit(jax.hessian(lambda t, x, y: -log_likelihood(cfg, t, x, y)))
 
@@ -80,7 +113,13 @@ def hessian_nll(cfg: MLPConfig, theta: np.ndarray, x: np.ndarray, y: np.ndarray)
 
 
 def ggn(cfg: MLPConfig, theta: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Generalised Gauss–Newton Jᵀ Λ J of the NLL (Λ = p(1−p) or 1/σ²), ``(P, P)``."""
+    """Generalised Gauss–Newton Jᵀ Λ J of the NLL (Λ = p(1−p) or 1/σ²; multiclass Σ_i J_iᵀ(diag p_i −
+    p_i p_iᵀ)J_i over the logits), ``(P, P)``."""
+    if cfg.task == "multiclass":
+        p = class_probabilities(cfg, theta, x)
+        J = [class_jacobian(cfg, theta, x, np.full(len(x), k), probability=False) for k in range(cfg.n_classes)]
+        lam = p[:, :, None] * (np.eye(cfg.n_classes)[None] - p[:, None, :])  # diag(p) − ppᵀ per point
+        return sum((J[k] * lam[:, k, m, None]).T @ J[m] for k in range(cfg.n_classes) for m in range(cfg.n_classes))
     J = jacobian(cfg, theta, x)
     if cfg.task == "classification":
         f = np.asarray(x64(lambda: forward(cfg, jnp.asarray(theta), jnp.asarray(x)))())
@@ -215,13 +254,21 @@ def estimates(cfg: MLPConfig, theta: np.ndarray, data_x: np.ndarray, data_y: np.
         (:func:`glm_predictive_variance`), ``p``, ``aleatoric`` = p(1−p) and
         ``sigmoid_sq`` = (p(1−p))². Arrays of shape ``(n,)``.
     """
-    J = jacobian(cfg, theta, xs)
-    out = {"iso_f": np.sum(J**2, axis=1), "prior_f": J**2 @ prior_std(cfg) ** 2}
+    if cfg.task == "multiclass":  # the predicted class's probability, directly
+        p_all = class_probabilities(cfg, theta, xs)
+        c = p_all.argmax(axis=1)
+        J = class_jacobian(cfg, theta, xs, c)
+        out = {"p": p_all[np.arange(len(xs)), c], "pred_class": c.astype(float)}
+        space = "p"
+    else:
+        J = jacobian(cfg, theta, xs)
+        out = {"f": np.asarray(x64(lambda: forward(cfg, jnp.asarray(theta), jnp.asarray(xs)))())}
+        space = "f"
+    out.update({f"iso_{space}": np.sum(J**2, axis=1), f"prior_{space}": J**2 @ prior_std(cfg) ** 2})
     if laplace:
         prec = posterior_precisions(cfg, theta, data_x, data_y)
         for name in ("laplace", "ggn", "diag"):
-            out[f"{name}_f"] = _quad_inv(prec[name], J)
-    out["f"] = np.asarray(x64(lambda: forward(cfg, jnp.asarray(theta), jnp.asarray(xs)))())
+            out[f"{name}_{space}"] = _quad_inv(prec[name], J)
     return with_probability_space(cfg.task, out)
 
 
@@ -230,8 +277,9 @@ def with_probability_space(task: str, logit_space: dict[str, np.ndarray]) -> dic
 
     Parameters
     ----------
-    task : {"classification", "regression"}
-        Regression has no probability space: the estimates come back unchanged.
+    task : {"classification", "multiclass", "regression"}
+        Regression has no probability space: the estimates come back unchanged; multiclass
+        estimates are already in probability space: ``aleatoric`` = p(1−p) is added.
     logit_space : dict of numpy.ndarray
         ``f`` and the ``<name>_f`` estimates (what the results store keeps).
 
@@ -243,6 +291,9 @@ def with_probability_space(task: str, logit_space: dict[str, np.ndarray]) -> dic
         ``p``, ``aleatoric`` = p(1−p) and ``sigmoid_sq`` = (p(1−p))².
     """
     out = dict(logit_space)
+    if task == "multiclass":
+        out["aleatoric"] = out["p"] * (1 - out["p"])
+        return out
     if task != "classification":
         return out
     f = out["f"]

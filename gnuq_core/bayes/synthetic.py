@@ -1,25 +1,35 @@
-"""Synthetic problems with a known-hard structure for validating uncertainty estimates.
+"""Synthetic problems for validating uncertainty estimates against MCMC: THE registry, `PROBLEMS`.
 
-Two problems, each with a training set and two query sets:
+Each problem has a training set and two query sets: ``in`` (fresh draws from the data
+distribution) and ``grid`` (a regular grid, or a line in 1-D, reaching far beyond the data,
+where a good epistemic estimate should grow; the uncertainty maps are drawn on it).
+Inputs are standardised with the training set's mean and standard deviation, so the same
+network and prior make sense for every problem.
 
-* **two moons** (2-D binary classification): the ``in`` query set is fresh draws from
-  the data distribution; the ``grid`` query set is a regular grid over a square that
-  reaches far beyond the data (where a good epistemic estimate should grow).
-* **gap regression** (1-D): inputs in two clusters with a gap between them; ``in`` is
-  fresh draws from the clusters, ``grid`` a line through the gap and far outside.
+The project's own two (chapters 04 and 05 since the start):
 
-Inputs are standardised with the training set's mean and standard deviation, so the
-same network and prior make sense for both problems.
+* **two moons** (2-D binary classification);
+* **gap regression** (1-D): inputs in two clusters with a gap between them.
+
+The eight of the paper's Table 1, by the standard constructions (the paper does not give
+its data: every size, noise and class count below is a declared reading, `PROBLEMS`):
+
+* binary: **linear** (two overlapping Gaussian blobs), **XOR** (four blobs at the corners of
+  a square, opposite corners one class), **rings** (two concentric noisy rings);
+* multiclass: **clusters** (four Gaussian blobs), **spirals** (three interleaved spiral arms),
+  **rings** (three concentric noisy rings);
+* regression (1-D): **linear** (y = 0.8 x + 0.3 + noise) and **nonlinear**
+  (y = sin 3x + x + noise), inputs uniform on [−1, 1].
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["Dataset", "two_moons", "gap_regression", "make_dataset"]
+__all__ = ["Dataset", "Problem", "PROBLEMS", "TABLE1", "two_moons", "gap_regression", "make_dataset"]
 
 
 @dataclass(frozen=True)
@@ -29,7 +39,8 @@ class Dataset:
     Attributes
     ----------
     task : str
-        ``"classification"`` (labels 0/1) or ``"regression"`` (real targets).
+        ``"classification"`` (labels 0/1), ``"multiclass"`` (labels 0 … K−1) or
+        ``"regression"`` (real targets).
     x_train, y_train : numpy.ndarray
         Standardised inputs ``(n, d)`` and targets ``(n,)``.
     queries : dict[str, numpy.ndarray]
@@ -51,6 +62,13 @@ class Dataset:
     def input_dim(self) -> int:
         """Number of input features."""
         return int(self.x_train.shape[1])
+
+    @property
+    def n_classes(self) -> int:
+        """Classes of a multiclass problem (2 for binary, 0 for regression)."""
+        if self.task == "multiclass":
+            return int(self.y_train.max()) + 1
+        return 2 if self.task == "classification" else 0
 
 
 def _moons(n: int, noise: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -142,9 +160,136 @@ def gap_regression(n_train: int = 40, noise: float = 0.1, seed: int = 0, n_query
                    (grid_size,), config)
 
 
+def _grid_2d(grid_size: int, grid_extent: float) -> np.ndarray:
+    g = np.linspace(-grid_extent, grid_extent, grid_size)
+    gx, gy = np.meshgrid(g, g)
+    return np.stack([gx.ravel(), gy.ravel()], axis=1)
+
+
+def _blobs(centres: np.ndarray, spread: float, n: int, rng: np.random.Generator,
+           labels: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` points from isotropic Gaussians at ``centres`` (equal shares, in turn), with the
+    label of their centre (``labels``, default the centre's index)."""
+    which = np.arange(n) % len(centres)
+    x = centres[which] + spread * rng.standard_normal((n, 2))
+    y = (np.arange(len(centres)) if labels is None else labels)[which]
+    return x, y.astype(np.float64)
+
+
+def _rings(radii: tuple[float, ...], noise: float, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` points on concentric circles of ``radii`` (equal shares; label = ring), radial noise ``noise``."""
+    which = np.arange(n) % len(radii)
+    angle = rng.uniform(0, 2 * np.pi, n)
+    r = np.asarray(radii)[which] + noise * rng.standard_normal(n)
+    return np.stack([r * np.cos(angle), r * np.sin(angle)], axis=1), which.astype(np.float64)
+
+
+def _spirals(arms: int, noise: float, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` points on ``arms`` interleaved spiral arms (equal shares; label = arm): radius t,
+    angle 2.5·t + 2πk/arms for t uniform on [0.25, 2.5], Gaussian noise ``noise``."""
+    which = np.arange(n) % arms
+    t = rng.uniform(0.25, 2.5, n)
+    angle = 2.5 * t + 2 * np.pi * which / arms
+    x = np.stack([t * np.cos(angle), t * np.sin(angle)], axis=1) + noise * rng.standard_normal((n, 2))
+    return x, which.astype(np.float64)
+
+
+_SHAPES: dict[str, Callable[[int, float, np.random.Generator], tuple[np.ndarray, np.ndarray]]] = {
+    "binary_linear": lambda n, noise, rng: _blobs(np.array([[-1.0, -1.0], [1.0, 1.0]]), noise, n, rng),
+    "binary_xor": lambda n, noise, rng: _blobs(np.array([[-1.0, -1.0], [1.0, 1.0], [-1.0, 1.0], [1.0, -1.0]]),
+                                               noise, n, rng, labels=np.array([0, 0, 1, 1])),
+    "binary_rings": lambda n, noise, rng: _rings((1.0, 2.0), noise, n, rng),
+    "multiclass_clusters": lambda n, noise, rng: _blobs(np.array([[-1.5, 0.0], [1.5, 0.0], [0.0, -1.5], [0.0, 1.5]]),
+                                                        noise, n, rng),
+    "multiclass_spirals": lambda n, noise, rng: _spirals(3, noise, n, rng),
+    "multiclass_rings": lambda n, noise, rng: _rings((1.0, 2.0, 3.0), noise, n, rng),
+}
+
+
+def plane(shape: str, n_train: int = 120, noise: float = 0.5, seed: int = 0, n_query_in: int = 200,
+          grid_size: int = 30, grid_extent: float = 3.5) -> Dataset:
+    """A 2-D classification problem of Table 1 (``shape`` a key of the binary and multiclass ones).
+
+    ``noise`` is the blobs' standard deviation, or the rings' and spirals' noise, in the
+    units of the construction (before standardising); the grid covers
+    ``[−grid_extent, grid_extent]²`` in standardised units.
+    """
+    if shape not in _SHAPES:
+        raise ValueError(f"unknown 2-D problem {shape!r}; choose one of {', '.join(_SHAPES)}")
+    rng = np.random.default_rng(seed)
+    x, y = _SHAPES[shape](n_train, noise, rng)
+    xq, _ = _SHAPES[shape](n_query_in, noise, rng)
+    mu, sd = x.mean(0), x.std(0)
+    config = dict(problem=shape, n_train=n_train, noise=noise, seed=seed, n_query_in=n_query_in, grid_size=grid_size,
+                  grid_extent=grid_extent)
+    task = "multiclass" if shape.startswith("multiclass") else "classification"
+    return Dataset(task, (x - mu) / sd, y, {"in": (xq - mu) / sd, "grid": _grid_2d(grid_size, grid_extent)},
+                   (grid_size, grid_size), config)
+
+
+_CURVES: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "regression_linear": lambda x: 0.8 * x + 0.3,
+    "regression_nonlinear": lambda x: np.sin(3 * x) + x,
+}
+
+
+def line(shape: str, n_train: int = 40, noise: float = 0.1, seed: int = 0, n_query_in: int = 200,
+         grid_size: int = 200, grid_extent: float = 3.0) -> Dataset:
+    """A 1-D regression problem of Table 1: ``y = curve(x) + noise``, x uniform on [−1, 1]."""
+    if shape not in _CURVES:
+        raise ValueError(f"unknown 1-D problem {shape!r}; choose one of {', '.join(_CURVES)}")
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-1.0, 1.0, n_train)
+    y = _CURVES[shape](x) + noise * rng.standard_normal(n_train)
+    xq = rng.uniform(-1.0, 1.0, n_query_in)
+    mu, sd = x.mean(), x.std()
+    config = dict(problem=shape, n_train=n_train, noise=noise, seed=seed, n_query_in=n_query_in, grid_size=grid_size,
+                  grid_extent=grid_extent)
+    grid = np.linspace(-grid_extent, grid_extent, grid_size)[:, None]
+    return Dataset("regression", ((x - mu) / sd)[:, None], y, {"in": ((xq - mu) / sd)[:, None], "grid": grid},
+                   (grid_size,), config)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One registered problem: its maker, task, the paper's name for it and its data defaults."""
+
+    name: str
+    task: str
+    make: Callable[..., Dataset]
+    paper: str = ""
+    defaults: dict[str, Any] = field(default_factory=dict)
+
+
+def _registry() -> dict[str, Problem]:
+    from functools import partial
+
+    out = {"two_moons": Problem("two_moons", "classification", two_moons),
+           "gap_regression": Problem("gap_regression", "regression", gap_regression)}
+    paper = {"binary_linear": "binary Linear", "binary_xor": "binary XOR", "binary_rings": "binary Rings",
+             "multiclass_clusters": "multiclass Clusters", "multiclass_spirals": "multiclass Spirals",
+             "multiclass_rings": "multiclass Rings"}
+    noise = {"binary_linear": 0.8, "binary_xor": 0.5, "binary_rings": 0.2, "multiclass_clusters": 0.6,
+             "multiclass_spirals": 0.15, "multiclass_rings": 0.2}
+    for shape, name in paper.items():
+        task = "multiclass" if shape.startswith("multiclass") else "classification"
+        out[shape] = Problem(shape, task, partial(plane, shape), name,
+                             {"n_train": 150 if task == "multiclass" else 120, "noise": noise[shape]})
+    for shape, name in (("regression_linear", "regression Linear"), ("regression_nonlinear", "regression Nonlinear")):
+        out[shape] = Problem(shape, "regression", partial(line, shape), name, {"n_train": 40, "noise": 0.1})
+    return out
+
+
+PROBLEMS: dict[str, Problem] = _registry()
+"""Every problem by name, the paper's eight with their declared data defaults."""
+
+TABLE1 = [name for name, p in PROBLEMS.items() if p.paper]
+"""The paper's Table 1 problems, in its column order."""
+
+
 def make_dataset(problem: str, **kwargs: Any) -> Dataset:
-    """Build a problem by name: ``"two_moons"`` or ``"gap_regression"``."""
-    makers = {"two_moons": two_moons, "gap_regression": gap_regression}
-    if problem not in makers:
-        raise ValueError(f"unknown problem {problem!r}; choose one of {', '.join(makers)}")
-    return makers[problem](**kwargs)
+    """Build a registered problem by name (`PROBLEMS`), with its defaults under ``kwargs``."""
+    if problem not in PROBLEMS:
+        raise ValueError(f"unknown problem {problem!r}; choose one of {', '.join(PROBLEMS)}")
+    spec = PROBLEMS[problem]
+    return spec.make(**{**spec.defaults, **kwargs})

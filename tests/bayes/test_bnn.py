@@ -13,7 +13,7 @@ from gnuq_core.bayes.bnn import MLPConfig, fit_map, forward, log_joint, n_params
 
 def _hand_log_joint(cfg, theta, x, y):
     """Independent NumPy implementation: unpack, forward, Gaussian prior, likelihood."""
-    dims = [cfg.input_dim] + [cfg.width] * cfg.depth + [1]
+    dims = [cfg.input_dim] + [cfg.width] * cfg.depth + [cfg.n_classes if cfg.task == "multiclass" else 1]
     k, h, lp = 0, x, 0.0
     for li, (i, o) in enumerate(zip(dims[:-1], dims[1:])):
         W = theta[k:k + i * o].reshape(i, o); k += i * o
@@ -28,7 +28,10 @@ def _hand_log_joint(cfg, theta, x, y):
         if li < len(dims) - 2:
             h = np.tanh(h)
     f = h[:, 0]
-    if cfg.task == "classification":
+    if cfg.task == "multiclass":
+        logp = h - h.max(1, keepdims=True) - np.log(np.exp(h - h.max(1, keepdims=True)).sum(1, keepdims=True))
+        ll = np.sum(logp[np.arange(len(y)), y.astype(int)])
+    elif cfg.task == "classification":
         p = 1 / (1 + np.exp(-f))
         ll = np.sum(y * np.log(p) + (1 - y) * np.log(1 - p))
     else:
@@ -38,16 +41,17 @@ def _hand_log_joint(cfg, theta, x, y):
     return lp + ll
 
 
-@pytest.mark.parametrize("task", ["classification", "regression"])
+@pytest.mark.parametrize("task", ["classification", "multiclass", "regression"])
 @pytest.mark.parametrize("prior", ["plain", "fan_in"])
 @pytest.mark.parametrize("depth", [1, 2])
 def test_log_density_matches_hand_written(task, prior, depth):
     cfg = MLPConfig(input_dim=2, width=5, depth=depth, prior=prior, alpha=2.0, sigma_w=1.3, sigma_b=0.7,
-                    task=task, noise_sigma=0.3)
+                    task=task, noise_sigma=0.3, n_classes=4)
     rng = np.random.default_rng(0)
     theta = rng.standard_normal(n_params(cfg))
     x = rng.standard_normal((17, 2))
-    y = (rng.uniform(size=17) < 0.5).astype(float) if task == "classification" else rng.standard_normal(17)
+    y = {"classification": (rng.uniform(size=17) < 0.5).astype(float), "multiclass": rng.integers(0, 4, 17) * 1.0,
+         "regression": rng.standard_normal(17)}[task]
     want = _hand_log_joint(cfg, theta, x, y)
     with jax.enable_x64(True):
         got = float(log_joint(cfg, jnp.asarray(theta), jnp.asarray(x), jnp.asarray(y)))
@@ -65,6 +69,10 @@ def test_n_params_and_prior():
     assert MLPConfig(depth=0).width >= 1 and n_params(MLPConfig(input_dim=3, depth=0)) == 4
     with pytest.raises(ValueError, match="activation"):
         MLPConfig(activation="swish")
+    assert n_params(MLPConfig(input_dim=2, width=4, depth=1, task="multiclass", n_classes=3)) == 12 + 15
+    assert "n_classes" not in MLPConfig().as_dict() and MLPConfig(task="multiclass", n_classes=3).as_dict()["n_classes"] == 3
+    with pytest.raises(ValueError, match="n_classes ≥ 3"):
+        MLPConfig(task="multiclass", n_classes=2)
 
 
 def test_fit_map_reaches_a_stationary_point():

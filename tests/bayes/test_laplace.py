@@ -141,3 +141,55 @@ def test_estimates_carry_the_glm_predictive():
         np.testing.assert_allclose(est[f"{name}_glm_p"], glm_predictive_variance(est["f"], est[f"{name}_f"]))
         assert np.all(est[f"{name}_glm_p"] < 0.25)
     assert "laplace_glm_p" not in estimates(cfg, theta, x, y, xs, laplace=False)
+
+
+def test_multiclass_class_probability_gradient_equals_torch_autograd():
+    """∇θ p_c(x) of the flat-θ multiclass net against the same net built in torch (an independent
+    implementation: its own unpacking, softmax and autograd), at every query and class."""
+    import torch
+
+    from gnuq_core.bayes.bnn import MLPConfig, layer_shapes, n_params
+    from gnuq_core.bayes.laplace import class_jacobian, class_probabilities
+
+    cfg = MLPConfig(input_dim=2, width=5, depth=2, task="multiclass", n_classes=3)
+    rng = np.random.default_rng(1)
+    theta, xs = rng.standard_normal(n_params(cfg)), rng.standard_normal((7, 2))
+    classes = rng.integers(0, 3, 7)
+    got = class_jacobian(cfg, theta, xs, classes)
+    t = torch.tensor(theta, dtype=torch.float64, requires_grad=True)
+    for i, (x, c) in enumerate(zip(xs, classes)):
+        h, k = torch.tensor(x[None], dtype=torch.float64), 0
+        for li, (fan_in, fan_out) in enumerate(layer_shapes(cfg)):
+            w = t[k:k + fan_in * fan_out].reshape(fan_in, fan_out); k += fan_in * fan_out
+            b = t[k:k + fan_out]; k += fan_out
+            h = h @ w + b
+            h = torch.tanh(h) if li < cfg.depth else h
+        p = torch.softmax(h[0], 0)
+        assert float(p[c].detach()) == pytest.approx(class_probabilities(cfg, theta, xs)[i, c], rel=1e-12)
+        (grad,) = torch.autograd.grad(p[c], t)
+        np.testing.assert_allclose(got[i], grad.numpy(), rtol=1e-10, atol=1e-14)
+
+
+def test_multiclass_estimates_are_the_predicted_class_and_the_ggn_is_its_sum_of_outer_products():
+    from gnuq_core.bayes.bnn import MLPConfig, fit_map, n_params
+    from gnuq_core.bayes.laplace import class_jacobian, class_probabilities, estimates, ggn
+
+    cfg = MLPConfig(input_dim=2, width=4, depth=1, task="multiclass", n_classes=3)
+    rng = np.random.default_rng(2)
+    x, y = rng.standard_normal((30, 2)), rng.integers(0, 3, 30).astype(float)
+    theta = fit_map(cfg, x, y, n_restarts=1).theta
+    xs = rng.standard_normal((9, 2))
+    est = estimates(cfg, theta, x, y, xs)
+    p = class_probabilities(cfg, theta, xs)
+    np.testing.assert_array_equal(est["pred_class"], p.argmax(1))
+    np.testing.assert_allclose(est["p"], p.max(1))
+    np.testing.assert_allclose(est["aleatoric"], est["p"] * (1 - est["p"]))
+    g = class_jacobian(cfg, theta, xs, p.argmax(1))
+    np.testing.assert_allclose(est["iso_p"], (g**2).sum(1), rtol=1e-12)
+    assert (est["laplace_p"] > 0).all() and (est["ggn_p"] > 0).all() and "iso_f" not in est
+    # the GGN, one data point at a time: Σ_kl J_k^T (diag p − p p^T)_kl J_l
+    G = ggn(cfg, theta, x[:1])
+    pt = class_probabilities(cfg, theta, x[:1])[0]
+    J = np.stack([class_jacobian(cfg, theta, x[:1], np.array([k]), probability=False)[0] for k in range(3)])
+    np.testing.assert_allclose(G, J.T @ (np.diag(pt) - np.outer(pt, pt)) @ J, rtol=1e-10, atol=1e-14)
+    assert G.shape == (n_params(cfg),) * 2

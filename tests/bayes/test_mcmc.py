@@ -51,3 +51,24 @@ def test_split_agreement_and_reference():
     assert set(ref) == {"var_f", "mean_f", "var_p", "mean_p"}
     one_chain = mcmc.split_agreement("regression", f[:1])
     assert one_chain["rho_half"] > 0.8
+
+
+def test_multiclass_reference_is_every_class_probabilitys_mean_and_variance():
+    rng = np.random.default_rng(0)
+    f = rng.standard_normal((2, 50, 4, 3))  # chains, draws, queries, classes
+    ref = mcmc.reference_variance("multiclass", f)
+    p = np.exp(f) / np.exp(f).sum(-1, keepdims=True)
+    flat = p.reshape(-1, 4, 3)
+    np.testing.assert_allclose(ref["var_p"], flat.var(0).ravel(), rtol=1e-12)  # query-major, class-minor
+    np.testing.assert_allclose(ref["mean_p"].reshape(4, 3).sum(1), 1.0)
+    assert "var_f" not in ref and mcmc.split_agreement("multiclass", f)["rho_half"] <= 1
+
+
+def test_multiclass_nuts_runs_and_summarises_per_class():
+    from gnuq_core.bayes.synthetic import make_dataset
+
+    d = make_dataset("multiclass_clusters", n_train=24, n_query_in=5, grid_size=3)
+    cfg = MLPConfig(input_dim=2, width=3, depth=1, task="multiclass", n_classes=4)
+    out = mcmc.reference_summary(cfg, d, mcmc.NutsSettings(num_warmup=30, num_samples=30, num_chains=2), 0,
+                                 ("in",))
+    assert len(out["q"]["in"]["ref"]["var_p"]) == 5 * 4 and out["q"]["in"]["diag"]["ess_pred_min"] > 0

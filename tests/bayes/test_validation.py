@@ -126,3 +126,16 @@ def test_a_grid_of_settings_does_not_pile_up_compiled_code(fake_nuts):
     for width in (4, 5, 6, 7):
         evaluate(_setting(width=width), ntk=True)
     assert _memory_maps() - before < 40
+
+
+def test_a_multiclass_setting_is_compared_at_the_class_the_map_predicts(fake_nuts):
+    st = Setting("multiclass_spirals", dict(n_train=30, n_query_in=6, grid_size=3), dict(width=3),
+                 mcmc.NutsSettings(num_warmup=5, num_samples=20, num_chains=2), seed=1, n_restarts=1)
+    r = evaluate(st)
+    for name, n in (("in", 6), ("grid", 9)):
+        q = r["q"][name]
+        c = q["est"]["pred_class"].astype(int)
+        np.testing.assert_array_equal(q["ref"]["var_p"], q["ref"]["var_p_all"][np.arange(n), c])
+        assert q["ref"]["var_p_all"].shape == (n, 3) and q["est"]["iso_p"].shape == (n,)
+        np.testing.assert_allclose(q["ref"]["alea_p"], q["ref"]["mean_p"] * (1 - q["ref"]["mean_p"]) - q["ref"]["var_p"])
+        assert {"laplace_p", "ggn_p", "diag_p", "aleatoric"} <= set(q["est"]) and "iso_f" not in q["est"]
