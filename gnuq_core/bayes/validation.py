@@ -28,8 +28,8 @@ PAPER_ESTIMATE = {"classification": ("iso_p", "var_p"), "regression": ("iso_f", 
 
 
 def stored_references(settings: Sequence[Setting], query_sets: tuple[str, ...] = ("in", "grid"), *, store: Store,
-                      verify: int = 2, verify_max_seconds: float | None = None,
-                      progress: bool = True) -> dict[str, dict[str, Any]]:
+                      verify: int = 2, verify_max_seconds: float | None = None, progress: bool = True,
+                      world: Any = None, read_only: bool = False) -> dict[str, dict[str, Any]]:
     """NUTS references of ``settings`` through ``store`` (kind ``nuts_reference``).
 
     Stored summaries are reused, missing ones sampled and appended, and ``verify`` randomly
@@ -37,7 +37,9 @@ def stored_references(settings: Sequence[Setting], query_sets: tuple[str, ...] =
     (to the stored digits on the platform that made them, within Monte Carlo error
     elsewhere). With ``verify_max_seconds`` the check draws only among the references that
     took at most that long to sample (as recorded), so that a build's check fits its time
-    budget (the largest settings took 40 minutes each); the page states that rule.
+    budget (the largest settings took 40 minutes each); the page states that rule. ``world``
+    shards the missing ones over ``torchrun`` ranks; ``read_only`` computes nothing (only what
+    is stored comes back).
 
     Returns
     -------
@@ -52,7 +54,7 @@ def stored_references(settings: Sequence[Setting], query_sets: tuple[str, ...] =
         sample = Sample(verify, among=lambda r: r["timings"]["wall_s"] <= verify_max_seconds,
                         words=_pool_words(costs, verify_max_seconds))
     recs = store.items("nuts_reference", {}, list(by_id), lambda i: reference(by_id[i], query_sets), verify=sample,
-                       progress="NUTS references" if progress else None)
+                       progress="NUTS references" if progress else None, world=world, read_only=read_only)
     return {r["id"]: r for r in recs}
 
 
@@ -68,12 +70,13 @@ def _pool_words(costs: Sequence[float], max_seconds: float) -> str:
 
 def stored_local_estimates(settings: Sequence[Setting], laplace_estimates: bool = True, ntk: bool = False,
                            query_sets: tuple[str, ...] = ("in", "grid"), *, store: Store, verify: int = 1,
-                           progress: bool = True) -> dict[str, dict[str, Any]]:
+                           progress: bool = True, world: Any = None,
+                           read_only: bool = False) -> dict[str, dict[str, Any]]:
     """:func:`local_estimates` of ``settings`` through ``store`` (kind ``local_estimates``).
 
     Stored records are reused, missing ones computed and appended, and ``verify`` randomly
     chosen stored ones are recomputed from scratch (the MAP fitted again) and compared under
-    the kind's contract.
+    the kind's contract. ``world`` and ``read_only`` as in :func:`stored_references`.
 
     Returns
     -------
@@ -84,7 +87,7 @@ def stored_local_estimates(settings: Sequence[Setting], laplace_estimates: bool 
     config = {"laplace": laplace_estimates, "ntk": ntk, "query_sets": list(query_sets)}
     recs = store.items("local_estimates", config, list(by_id),
                        lambda i: local_estimates(by_id[i], laplace_estimates, ntk, query_sets), verify=verify,
-                       progress="MAP fits and local estimates" if progress else None)
+                       progress="MAP fits and local estimates" if progress else None, world=world, read_only=read_only)
     return {r["id"]: r for r in recs}
 
 

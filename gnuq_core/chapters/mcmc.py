@@ -8,6 +8,12 @@ ranking with the reference's (Spearman ρ per seed and query set, hierarchical b
 over seeds and query points), records claims C1 (the paper's estimate ranks like the
 reference) and C3 (it beats the Laplace baseline), and says, per setting, where the
 isotropic estimate works and where it fails.
+
+The paper's Table 1 (`gnuq_core.bayes.table1`): its eight problems, ``table1_seeds`` seeds
+each, every cell (Pearson r and Spearman ρ of GN, LA and aleatoric against HMC) beside the
+paper's value with a per-cell verdict, and Figure 2's uncertainty maps. Their NUTS
+references are a campaign (``python -m gnuq_core.chapters.mcmc fill``, sharded under
+``torchrun``); a build reads what is stored and says what is still missing.
 """
 
 from __future__ import annotations
@@ -17,8 +23,11 @@ from typing import Any
 
 import numpy as np
 
+from gnuq_core import paper
 from gnuq_core import stats as metrics
+from gnuq_core.bayes import table1
 from gnuq_core.bayes.mcmc import NutsSettings
+from gnuq_core.bayes.synthetic import PROBLEMS, TABLE1
 from gnuq_core.bayes.validation import (
     PAPER_ESTIMATE,
     Setting,
@@ -42,7 +51,7 @@ from gnuq_core.repro.claims import (
 )
 
 __all__ = ["Params", "run", "ESTIMATE_NAMES", "figure_cls_maps", "figure_reg_bands", "figure_overstate",
-           "figure_scatter"]
+           "figure_scatter", "figure_problems", "figure_table1_maps", "table1_settings", "fill_table1", "main"]
 
 ESTIMATE_NAMES = {"iso_p": "‖∇p‖² (isotropic)", "iso_f": "‖∇f‖² (isotropic)", "laplace_p": "Laplace, delta method",
                   "laplace_f": "Laplace", "ggn_p": "GGN, delta method", "ggn_f": "GGN",
@@ -90,6 +99,11 @@ class Params(BnnParams):
     prior: str = param("plain", Rule(choices=PRIORS), "plain (α·I) or fan_in (variance 1/fan-in) prior")
     target_accept_cls: float = param(0.8, Rule(above=0, below=1), "NUTS target acceptance, two moons")
     target_accept_reg: float = param(0.95, Rule(above=0, below=1), "NUTS target acceptance, gap regression")
+    table1_problems: list[str] = param(list(TABLE1), Rule(choices=tuple(TABLE1), nonempty=True),
+                                       "the paper's Table 1 problems computed (its column order)")
+    table1_seeds: int = param(table1.MIN_SEEDS, COUNT, "seeds per Table 1 problem (data, initialisation, NUTS)")
+    table1_compute: bool = param(False, None, "compute missing Table 1 items in the build (previews; the paper "
+                                              "edition reads what the campaign stored)")
 
 
 def settings(p: Params) -> dict[tuple[str, int], Any]:
@@ -396,11 +410,89 @@ def where_it_works(p: Params, long: Any) -> str:
             f"{SETTING_FAILS_BEYOND} below = fails, ρ < {C1_MIN_RHO} (C1's rule) = fails):**\n\n" + "\n".join(lines))
 
 
+def table1_settings(p: Params) -> dict[tuple[str, int], Setting]:
+    """The `Setting` of each (Table 1 problem, seed): the chapter's network, prior and NUTS."""
+    model = dict(width=p.width, depth=p.depth, activation=p.activation, prior=p.prior, alpha=p.alpha)
+    return table1.settings(p.table1_problems, range(p.seed, p.seed + p.table1_seeds), model,
+                           NutsSettings(p.num_warmup, p.num_samples, p.num_chains, p.target_accept_cls),
+                           NutsSettings(p.num_warmup, p.num_samples, p.num_chains, p.target_accept_reg),
+                           n_query_in=p.n_query_in, grid_size_2d=p.grid_size_cls, grid_size_1d=p.grid_size_reg,
+                           n_restarts=p.n_restarts)
+
+
+def fill_table1(p: Params, store: Any, world: Any = None, progress: bool = True) -> tuple[dict, dict]:
+    """Compute (or, without ``p.table1_compute``, read) Table 1's NUTS references and local
+    estimates through ``store``; ``world`` shards the missing ones over ``torchrun`` ranks."""
+    jobs = list(table1_settings(p).values())
+    read_only = not p.table1_compute
+    refs = stored_references(jobs, store=store, verify=p.store_verify, verify_max_seconds=p.store_verify_max_seconds,
+                             progress=progress, world=world, read_only=read_only)
+    local = stored_local_estimates(jobs, store=store, verify=p.store_verify, progress=progress, world=world,
+                                   read_only=read_only)
+    return refs, local
+
+
+def _table1(p: Params, store: Any, out: Result) -> None:
+    """Every cell of the paper's Table 1 that the stored seeds allow, beside the paper's value."""
+    import pandas as pd
+    from tqdm.auto import tqdm
+
+    jobs = table1_settings(p)
+    refs, local = fill_table1(p, store, progress=False)
+    runs = {key: evaluate(s, reference_summary=refs[setting_id(s)], local=local[setting_id(s)])
+            for key, s in tqdm(jobs.items(), desc="Table 1 settings")
+            if setting_id(s) in refs and setting_id(s) in local}
+    rows = []
+    for name in p.table1_problems:
+        seeds = [s for (prob, s) in runs if prob == name]
+        per_seed = {s: table1.cell_values(runs[name, s], name, n_boot=p.n_boot, seed=s) for s in seeds}
+        for row in table1.rows_of(name):
+            for stat in ("r", "rho"):
+                cell = table1.summarise([per_seed[s][row, stat][0] for s in seeds],
+                                        [per_seed[s][row, stat][1] for s in seeds], seeds, n_boot=p.n_boot,
+                                        seed=p.seed)
+                want = paper.value("1", row, "", stat, problem=name)
+                verdict, why = table1.verdict(cell, want)
+                rows.append({"problem": PROBLEMS[name].paper, "estimate": row, "statistic": "r" if stat == "r" else "ρ",
+                             "paper": want, "ours": cell.median, "lo": cell.lo, "hi": cell.hi, "seeds": cell.seeds,
+                             "verdict": verdict, "why": why, "key": name})
+    cells = pd.DataFrame(rows)
+    shown = cells.assign(ours=[f"{m:.2f} [{lo:.2f}, {hi:.2f}]" if n else "—" for m, lo, hi, n in
+                               zip(cells["ours"], cells["lo"], cells["hi"], cells["seeds"])],
+                         paper=["—" if v is None or v != v else f"{v:.2f}" for v in cells["paper"]])
+    out.tables["table1"] = book.table(shown[["problem", "estimate", "statistic", "paper", "ours", "verdict"]], {
+        "problem": "problem", "estimate": "estimate", "statistic": "", "paper": "paper",
+        "ours": ("ours: median over seeds [95 % CI]", "", True), "verdict": "verdict"},
+        caption="The paper's Table 1 beside ours, cell by cell")
+    judged = cells[cells["paper"].notna()]
+    counts = judged["verdict"].value_counts()
+    out.values.update(
+        t1_rule=table1.RULE, t1_cells=int(len(judged)), t1_settings=int(len(runs)), t1_wanted=int(len(jobs)),
+        t1_reproduced=int(counts.get("reproduced", 0)), t1_not=int(counts.get("not reproduced", 0)),
+        t1_inconclusive=int(counts.get("inconclusive", 0)), t1_seeds_wanted=p.table1_seeds,
+        t1_missing_words=_missing_words(p, runs, jobs))
+    out.data.update(table1_cells=cells, table1_runs=runs)
+
+
+def _missing_words(p: Params, runs: dict, jobs: dict) -> str:
+    """One sentence on the Table 1 settings not stored yet (the campaign's progress)."""
+    missing = {name: sum((name, s) not in runs for (n, s) in jobs if n == name) for name in p.table1_problems}
+    left = {n: k for n, k in missing.items() if k}
+    if not left:
+        return (f"All {len(jobs)} settings ({len(p.table1_problems)} problems × {p.table1_seeds} "
+                f"seed{'s' if p.table1_seeds != 1 else ''} each) are stored.")
+    return (f"{len(runs)} of {len(jobs)} settings are stored; still to sample: "
+            + ", ".join(f"{PROBLEMS[n].paper} ({k} of {p.table1_seeds} seeds)" for n, k in left.items())
+            + " (the campaign: `python -m gnuq_core.chapters.mcmc fill`).")
+
+
 def run(p: Params, store: Any, profile: str) -> Result:
-    """The NUTS references and local estimates through ``store``, the comparisons, claims C1 and C3."""
+    """The NUTS references and local estimates through ``store``, the comparisons, claims C1 and C3,
+    and the paper's Table 1 from what is stored."""
     from IPython.display import Markdown
 
     out = Result()
+    _table1(p, store, out)
     runs = _evaluate(p, store, out)
     diag = _diagnostics(runs, out)
     _overstatement(p, runs, out)
@@ -442,6 +534,71 @@ def figure_cls_maps(result: Result, p: Params, space: str) -> Any:
     fig, axes = book.subplots(2, 2, panel_height=2.9)
     for ax, (v, t) in zip(axes.ravel(), panels[space]):
         _plot_field(ax, v, r0["data"], "log10 " + t)
+    return fig
+
+
+TABLE1_PANELS = (("ref", "var_p", "epistemic, MCMC"), ("est", "iso_p", "epistemic, ‖∇p‖²"),
+                 ("ref", "alea_p", "aleatoric, MCMC"), ("est", "aleatoric", "aleatoric, p(1−p)"))
+"""Figure 2's four panels: (where, key, title); each map is normalised to [0, 1]."""
+
+
+def _scatter_classes(ax: Any, data: Any) -> None:
+    for k in range(max(data.n_classes, 2)):
+        ax.scatter(*data.x_train[data.y_train == k].T, s=5, color=f"C{k}", edgecolors="k", linewidths=0.25)
+
+
+def _normalised_map(ax: Any, values: np.ndarray, data: Any, title: str) -> Any:
+    g = data.grid_shape[0]
+    xs = data.queries["grid"]
+    v = np.asarray(values, float)
+    v = (v - v.min()) / max(v.max() - v.min(), 1e-300)
+    im = ax.pcolormesh(xs[:, 0].reshape(g, g), xs[:, 1].reshape(g, g), v.reshape(g, g), shading="auto",
+                       cmap="viridis", vmin=0, vmax=1)
+    _scatter_classes(ax, data)
+    ax.set_title(title, fontsize=8)
+    ax.set_xticks([]), ax.set_yticks([])
+    return im
+
+
+def _not_stored(fig: Any, text: str) -> Any:
+    fig.text(0.5, 0.5, text, ha="center", va="center", fontsize=10, wrap=True)
+    return fig
+
+
+def figure_problems(result: Result, p: Params) -> Any:
+    """The training data of each Table 1 problem (first seed): classes by colour, regression as points."""
+    from gnuq_core.bayes.reference import prepare
+
+    jobs = table1_settings(p)
+    names = list(p.table1_problems)
+    fig, axes = book.subplots(-(-len(names) // 3), 3, panel_height=2.0, squeeze=False)
+    for ax in axes.ravel()[len(names):]:
+        ax.set_axis_off()
+    for ax, name in zip(axes.ravel(), names):
+        data, _ = prepare(jobs[name, p.seed])
+        if data.task == "regression":
+            ax.scatter(data.x_train[:, 0], data.y_train, s=5, color="C0")
+        else:
+            _scatter_classes(ax, data)
+        ax.set_title(PROBLEMS[name].paper, fontsize=8)
+        ax.set_xticks([]), ax.set_yticks([])
+    return fig
+
+
+def figure_table1_maps(result: Result, p: Params, problem: str) -> Any:
+    """Figure 2's four maps of ``problem`` (`TABLE1_PANELS`, each normalised to [0, 1]), its first stored seed."""
+    runs = result.data["table1_runs"]
+    seeds = sorted(s for (n, s) in runs if n == problem)
+    fig, axes = book.subplots(2, 2, panel_height=2.6)
+    if not seeds:
+        for ax in axes.ravel():
+            ax.set_axis_off()
+        why = "not stored yet" if problem in p.table1_problems else "not in this build's problems"
+        return _not_stored(fig, f"{PROBLEMS[problem].paper}: {why}")
+    q, data = runs[problem, seeds[0]]["q"]["grid"], runs[problem, seeds[0]]["data"]
+    for ax, (where, key, title) in zip(axes.ravel(), TABLE1_PANELS):
+        im = _normalised_map(ax, q[where][key], data, title)
+    fig.colorbar(im, ax=axes.ravel().tolist(), fraction=0.03, pad=0.02)
     return fig
 
 
@@ -530,3 +687,39 @@ def figure_scatter(result: Result, p: Params) -> Any:
         ax.set_xlabel("σ² × estimate"), ax.set_ylabel("MCMC reference")
         ax.tick_params(which="minor", labelbottom=False, labelleft=False)  # narrow log ranges: labels would overlap
     return fig
+
+
+def main(argv: list[str] | None = None, prog: str = "python -m gnuq_core.chapters.mcmc") -> int:
+    """``fill``: compute the missing Table 1 references and local estimates into the store of
+    ``--profile`` (default full: the results store), resumable, sharded under ``torchrun
+    --nproc-per-node N`` (each rank one thread)."""
+    from gnuq_core.options import OneLineParser, flag, run_command
+    from gnuq_core.repro.chapters import parse_overrides
+    from gnuq_core.repro.shards import distributed
+    from gnuq_core.store import ResultsDisagree, open_store
+
+    parser = OneLineParser(prog=prog, description="Fill chapter 04's Table 1 campaign (NUTS references, MAP fits).")
+    sub = parser.add_subparsers(dest="command", required=True)
+    fill = sub.add_parser("fill", help="compute what is missing (resumable; sharded under torchrun)")
+    fill.add_argument("--profile", default="full", help="chapter profile (default: full, the results store)")
+    fill.add_argument("--set", dest="overrides", action="append", default=[], metavar="NAME=VALUE",
+                      help="override one chapter parameter, as the chapter runner's --set")
+    fill.add_argument("--threads", type=flag("threads"), default=None, help="threads per process")
+    args = parser.parse_args(argv)
+
+    def body() -> int:
+        with distributed("cpu", args.threads) as world:
+            p = Params.for_profile(args.profile, {**parse_overrides(args.overrides), "table1_compute": True})
+            store = open_store(args.profile)
+            store.missing = "compute"  # computing what is missing is this command's purpose
+            refs, local = fill_table1(p, store, world=world)
+            print(f"Table 1: {len(refs)} NUTS references and {len(local)} local estimates stored "
+                  f"(of {len(table1_settings(p))} settings)")
+        return 0
+
+    return run_command(body, bad_input=(ResultsDisagree,),
+                       interrupted="interrupted: every setting finished so far is stored; rerun to resume")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -36,7 +36,10 @@ def test_references_estimates_comparisons_and_claims(ran) -> None:
     assert {p.parent.name for p in (root / "results").glob("*/*.jsonl")} == {"nuts_reference", "local_estimates"}
     claims = (root / "out" / "04_mcmc_validation.claims.json").read_text()
     assert '"C1"' in claims and '"C3"' in claims
-    assert set(result.tables) == {"diagnostics", "agreement", "per_setting", "where_it_works"}
+    assert set(result.tables) == {"diagnostics", "agreement", "per_setting", "where_it_works", "table1"}
+    # the paper edition reads Table 1 only from the store: an empty one computes nothing and says what is missing
+    assert v['t1_settings'] == 0 and v["t1_wanted"] == 40 and v["t1_inconclusive"] == v["t1_cells"] == 38
+    assert "0 of 40 settings are stored" in v["t1_missing_words"] and "mcmc fill" in v["t1_missing_words"]
     assert "Where the isotropic estimate works" in result.tables["where_it_works"].data
 
 
@@ -45,6 +48,28 @@ def test_the_figures_draw(ran) -> None:
     figs = [mcmc.figure_cls_maps(result, TINY, "p"), mcmc.figure_cls_maps(result, TINY, "logit"),
             mcmc.figure_reg_bands(result, TINY), mcmc.figure_overstate(result, TINY), mcmc.figure_scatter(result, TINY)]
     assert all(fig.axes for fig in figs)
+
+
+def test_table1_cells_from_computed_settings_beside_the_papers_values(tmp_path, monkeypatch) -> None:
+    from dataclasses import replace
+
+    monkeypatch.setenv("GNUQ_OUTPUT_DIR", str(tmp_path / "out"))
+    monkeypatch.setenv("GNUQ_CHAPTER", "04_mcmc_validation")
+    p = replace(TINY, table1_problems=["binary_xor", "multiclass_clusters"], table1_seeds=1, table1_compute=True)
+    store = Store(tmp_path / "results", label="the test store")
+    out = mcmc.Result()
+    mcmc._table1(p, store, out)
+    cells = out.data["table1_cells"]
+    assert len(cells) == 6 + 6 and out.values["t1_cells"] == 6 + 4  # multiclass LA: beyond the paper
+    assert set(cells.loc[cells["paper"].isna(), "verdict"]) == {"beyond the paper"}
+    judged = cells[cells["paper"].notna()]
+    assert set(judged["verdict"]) == {"inconclusive"} and all("1 of 5 seeds" in w for w in judged["why"])
+    xor = cells[(cells["key"] == "binary_xor") & (cells["estimate"] == "Epistemic (GN)") & (cells["statistic"] == "ρ")]
+    assert float(xor["paper"].iloc[0]) == 0.68 and -1 <= float(xor["ours"].iloc[0]) <= 1  # from gnuq_core.paper
+    fig = mcmc.figure_table1_maps(out, p, "multiclass_clusters")
+    assert len(fig.axes) == 5 and "not stored" not in "".join(t.get_text() for t in fig.texts)
+    assert "not in this build" in "".join(t.get_text() for t in mcmc.figure_table1_maps(out, p, "binary_rings").texts)
+    assert mcmc.figure_problems(out, p).axes
 
 
 def test_the_plain_prior_drops_the_duplicate_estimate() -> None:
