@@ -138,11 +138,10 @@ glue_values(result, params)  # and the preview profiles' values the exercises qu
 # Every AUROC below is only as good as the labels it is computed against, so the graders
 # are declared, measured against hand labels, and every claim is judged under each of them
 # (section 10). The **primary** reading takes the paper's formulas literally ($p$ the
-# probability of the whole answer; combined = epistemic + aleatoric) and, on TruthfulQA,
-# the benchmark's own grader: all three were fixed before the QA campaign ran. TriviaQA's
-# primary grader was not chosen blind: it replaced plain containment after a reviewer had
-# read answers and computed AUROCs without the question-echo matches. That is one reason
-# no verdict below rests on one reading alone.
+# probability of the whole answer; combined = epistemic + aleatoric), and on TruthfulQA the
+# careful labels described below. TriviaQA's primary grader was not chosen blind: it
+# replaced plain containment after a reviewer had read answers and computed AUROCs without
+# the question-echo matches. That is one reason no verdict below rests on one reading alone.
 #
 # **TriviaQA.** Answers and the aliases of the reference answer are normalised the SQuAD
 # way (lower case; punctuation and the articles *a*, *an*, *the* removed; spaces squashed).
@@ -152,7 +151,21 @@ glue_values(result, params)  # and the preview profiles' values the exercises qu
 # more common name for variola is variola"), and plain containment credits the echo.
 # Plain containment and exact match (the answer *is* an alias) are the alternatives.
 #
-# **TruthfulQA.** The rule of lm-evaluation-harness: an answer is true if its best ROUGE-L
+# **TruthfulQA, careful labels (primary).** Every stored answer of both models was read with
+# its question and references and labelled *correct*, *incorrect* or *unclear* against the
+# written rubric of `audit/RUBRIC.md` (TruthfulQA's criterion: an answer is true if it asserts
+# nothing false about the question; refusals are true), blind to model, grader and score, with
+# a reason per answer (`audit/truthfulqa/`, whose README says how; the readers were instances
+# of the AI model that develops this project, not people). An independent second reading of
+# 240 answers drawn at random agrees with the first at Cohen's κ {glue:text}`careful_kappa:.2f`
+# (95 % CI {glue:text}`careful_kappa_lo:.2f`–{glue:text}`careful_kappa_hi:.2f`, on the
+# {glue:text}`careful_decided` answers both decided); its {glue:text}`careful_disagreements`
+# disagreements were adjudicated in the open. The paper does not state its grader (its authors'
+# earlier work used a language-model judge), so careful reading is the closest available reading
+# of "correct", and {glue:text}`careful_words`. Each automatic grader's agreement with the
+# primary label is in the table below.
+#
+# **TruthfulQA, automatic rules.** The rule of lm-evaluation-harness: an answer is true if its best ROUGE-L
 # F-score against the true reference answers is higher than against the false ones, with
 # "I have no comment." among the true references (refusals count as true, as in the
 # benchmark). A *tie* (often both 0: the answer shares no word with any reference) is false
@@ -296,6 +309,46 @@ display(result.tables["auroc_full"])
 
 # %%
 display(result.tables["ablation"])
+
+# %% [markdown]
+# (table-2)=
+# ### The paper's Table 2, cell by cell
+#
+# The paper reports, for six methods on both benchmarks, the AUROC for a wrong answer as the
+# mean ± standard deviation over 300 bootstrap runs and its four LLMs (two Llama models, OLMo,
+# Phi-4). Ours is computed the same way over our two models: on each of
+# {glue:text}`t2_boot` resamples of each model's questions the AUROC, pooled over runs and
+# models (whether the paper's ± is pooled or averaged per model it does not say; pooled is our
+# reading), under the primary labels. Naïve entropy is the predictive entropy of the samples,
+# epistemic ‖∇p‖², aleatoric p(1 − p), "Epi. & Alea." their sum. The rule that judges a cell was
+# fixed before the numbers:
+#
+# > {glue:text}`t2_rule`
+#
+# {glue:text}`t2_reproduced` of the {glue:text}`t2_cells` cells are reproduced and
+# {glue:text}`t2_not` are not. The best method of ours is {glue:text}`t2_best_tqa` on TriviaQA
+# and {glue:text}`t2_best_tfqa` on TruthfulQA (the paper: P(True) and Epi. & Alea.).
+
+# %%
+display(result.tables["table2"])
+
+# %% [markdown]
+# Per model (the analogue of the paper's Table 11; ours are two models of 135 M and 270 M
+# parameters, the paper's four of 7 B and more):
+
+# %%
+display(result.tables["table2_models"])
+
+# %% [markdown]
+# The paper also says that epistemic and P(True) are only weakly correlated, Spearman ρ ≈
+# {glue:text}`rho_ep_target:.1f` on both benchmarks. Ours (with P(True) as the confidence, not the
+# registered score 1 − P(True)) runs from {glue:text}`rho_ep_min:.2f` to
+# {glue:text}`rho_ep_max:.2f`; {glue:text}`rho_ep_reproduced` of {glue:text}`rho_ep_n` model ×
+# benchmark pairs have a 95 % interval that reaches within {glue:text}`rho_ep_tol:.1f` of the paper's
+# value:
+
+# %%
+display(result.tables["rho_epi_ptrue"])
 
 # %% [markdown]
 # (qa-variants)=

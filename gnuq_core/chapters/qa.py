@@ -35,7 +35,8 @@ from gnuq_core.lm.models import load_model
 from gnuq_core.options import MAX_THREADS, OPTIONS, Rule
 from gnuq_core.qa import audit as qa_audit
 from gnuq_core.qa import auroc as evaluation
-from gnuq_core.qa import grading, headline, readings, scores, transfer, verdicts
+from gnuq_core import paper
+from gnuq_core.qa import grading, headline, readings, scores, table2, transfer, verdicts
 from gnuq_core.qa import study as qa_study
 from gnuq_core.qa.data import load_qa
 from gnuq_core.qa.multiple_choice import load_mc, stored_mc_scores
@@ -235,17 +236,44 @@ def _common(p: Params, store: Any, all_items: dict[str, list[Any]], subsets: dic
 # ----------------------------------------------------------------------------- 2. graders
 
 
-def _score_tables(p: Params, s: _Study) -> dict[tuple[str, str], pd.DataFrame]:
-    """One `gnuq_core.qa.study.score_table` per model × dataset (MiniLM judge with ``embedding_judge``)."""
+def _score_tables(p: Params, s: _Study, out: Result) -> dict[tuple[str, str], pd.DataFrame]:
+    """One `gnuq_core.qa.study.score_table` per model × dataset (MiniLM judge with ``embedding_judge``),
+    with TruthfulQA's careful labels (`gnuq_core.qa.audit.careful_column`); where they are the
+    primary reading (they label this build's answers) every TruthfulQA table's ``correct`` is
+    theirs and the answers they call unclear are left out of every analysis."""
     embed = None
     if p.embedding_judge:
         enc = EmbeddingClusterer()
         embed = grading.MemoEmbedder(lambda texts: enc.embed(texts).numpy())  # each text encoded once, shared
+    labels = qa_audit.careful_labels()
     tables: dict[tuple[str, str], pd.DataFrame] = {}
     for (name, d), recs in s.runs.items():
         t = qa_study.score_table(recs, items=s.item_by_id, embed=embed, group_norms=s.groups[name, d])
         t.insert(0, "model", short(name))
+        if d == "truthfulqa":
+            t["correct_careful"] = qa_audit.careful_column(t, name, labels) if len(t) else []
         tables[name, d] = t
+    tfqa = [tables[name, "truthfulqa"] for name in p.models]
+    first = readings.primary("truthfulqa", readings.graders_in(tfqa, "truthfulqa"))
+    agree = qa_audit.careful_agreement(n_boot=p.n_boot, seed=p.seed)
+    out.values.update(tfqa_primary=readings.GRADERS["truthfulqa"][first.grader].text,
+                      careful_kappa=agree["kappa"], careful_kappa_lo=agree["kappa_lo"], careful_kappa_hi=agree["kappa_hi"],
+                      careful_decided=agree["decided"], careful_disagreements=len(agree["disagreements"]))
+    unclear = {name: int(tables[name, "truthfulqa"]["correct_careful"].isna().sum()) for name in p.models}
+    out.values["careful_words"] = (
+        "they are the primary TruthfulQA label of this build: the " + " and ".join(
+            f"{n:,} answers of {short(m)}" for m, n in unclear.items()) + " that careful reading calls unclear (or "
+        "that are not the labelled answer) are left out of every TruthfulQA analysis, and the automatic rules below "
+        "stay readings" if first.grader == "careful" else
+        "this build's answers are not the labelled ones (a preview's other answer cap), so its TruthfulQA verdicts "
+        "use the ROUGE rule below as their primary label instead")
+    if first.grader == "careful":
+        for name in p.models:
+            t = tables[name, "truthfulqa"]
+            t = t[t["correct_careful"].notna()].reset_index(drop=True)
+            t["correct"] = t["correct_careful"].astype(bool)
+            t["incorrect"] = (~t["correct"]).astype(int)
+            tables[name, "truthfulqa"] = t
     return tables
 
 
@@ -260,6 +288,10 @@ def _graders(p: Params, tables: dict[tuple[str, str], pd.DataFrame], out: Result
     ties = {name: float(tables[name, "truthfulqa"]["rouge_tie"].mean()) for name in p.models}
     out.values.update(echo_share_smollm2=echo.get("smollm2-135m-instruct", 0.0), tie_share_max=max(ties.values()),
                       agree_min=float(agree["agreement"].min()), agree_max=float(agree["agreement"].max()))
+    rouge = agree[(agree["dataset"] == NAMES["truthfulqa"]) & (agree["grader"] == readings.GRADERS["truthfulqa"]
+                                                             ["rouge"].text)]
+    out.values.update(rouge_kappa_min=float(rouge["kappa"].min()) if len(rouge) else float("nan"),
+                      rouge_kappa_max=float(rouge["kappa"].max()) if len(rouge) else float("nan"))
     out.tables["agreement"] = book.table(
         agree, {"model": "model", "dataset": "dataset", "grader": "alternative grader",
                 "primary_accuracy": ("accuracy, primary", ".3f"), "accuracy": ("accuracy, alternative", ".3f"),
@@ -293,7 +325,14 @@ def _graded(p: Params, tables: Mapping[tuple[str, str], pd.DataFrame]) -> dict[s
     return graded
 
 
-def _audit_findings(prim: pd.DataFrame, audit_labels: pd.DataFrame, audit_ok: bool, profile: str) -> str:
+def primary_grader(p: Params, tables: Mapping[tuple[str, str], pd.DataFrame], d: str) -> str:
+    """The primary grader of dataset ``d`` in this build (`gnuq_core.qa.readings.primary` of the
+    graders every model's table holds)."""
+    return readings.primary(d, readings.graders_in([tables[m, d] for m in p.models], d)).grader
+
+
+def _audit_findings(prim: pd.DataFrame, audit_labels: pd.DataFrame, audit_ok: bool, profile: str,
+                    first: Mapping[str, str]) -> str:
     """What the audit says about the primary graders (Markdown), or why this build cannot say."""
     if not audit_ok:
         return ("*The audit's labels are about the answers of the paper edition (answer cap 32 tokens, 10 samples, "
@@ -305,7 +344,7 @@ def _audit_findings(prim: pd.DataFrame, audit_labels: pd.DataFrame, audit_ok: bo
                          zip(rows["model"], rows["precision"], rows["precision_lo"], rows["precision_hi"]))
         rec = ", ".join(f"{short(m)} {p:.2f}" for m, p in zip(rows["model"], rows["recall"]))
         acc = ", ".join(f"{short(m)} {a:.0%}" for m, a in zip(rows["model"], rows["true_accuracy"]))
-        parts.append(f"- **{NAMES[d]}**, primary grader ({readings.GRADERS[d][readings.PRIMARY[d].grader].text}): "
+        parts.append(f"- **{NAMES[d]}**, primary grader ({readings.GRADERS[d][first[d]].text}): "
                      f"precision {text}; recall {rec}. By the hand labels, {acc} of the answers are correct.")
     return (f"{len(audit_labels):,} audited answers ({int((audit_labels['label'] == 'unclear').sum())} unclear):\n\n"
             + "\n".join(parts))
@@ -322,9 +361,10 @@ def _audit(p: Params, tables: Mapping[tuple[str, str], pd.DataFrame], profile: s
                                    dtype=bool)].copy()
     quality["grader_name"] = [readings.GRADERS[d][k.split(":")[1]].text for k, d in zip(quality["grader"],
                                                                                        quality["dataset"])]
-    prim = quality.loc[np.array([k.split(":")[1] == readings.PRIMARY[d].grader
+    first = {d: primary_grader(p, tables, d) for d in DATASETS}
+    prim = quality.loc[np.array([k.split(":")[1] == first[d]
                                  for k, d in zip(quality["grader"], quality["dataset"])], dtype=bool)]
-    out.values["audit_findings"] = Markdown(_audit_findings(prim, audit_labels, audit_ok, profile))
+    out.values["audit_findings"] = Markdown(_audit_findings(prim, audit_labels, audit_ok, profile, first))
     if audit_ok:
         out.tables["audit"] = book.table(
             quality.assign(model=lambda f: f["model"].map(short), dataset=lambda f: f["dataset"].map(NAMES),
@@ -392,6 +432,68 @@ def _lengths(p: Params, tables: Mapping[tuple[str, str], pd.DataFrame], out: Res
     out.values.update(cap_hits=int(lengths["hit the cap"].sum()), n_answers=int(lengths["answers"].sum()))
     out.tables["lengths"] = book.table(lengths, _same({"model": "", "dataset": "", "median tokens": ".1f",
                                                        "mean tokens": ".1f", "hit the cap": "d", "answers": "d"}))
+
+
+TABLE2_BOOT = 300
+"""Bootstrap runs per model of each Table 2 cell, as in the paper."""
+RHO_EPI_PTRUE_TOL = 0.10
+
+
+def _table2(p: Params, tables: Mapping[tuple[str, str], pd.DataFrame], out: Result) -> None:
+    """The paper's Table 2 under the primary reading: each method's AUROC, mean ± std over
+    `TABLE2_BOOT` bootstrap runs and our models, beside the paper's; per model; and Spearman
+    ρ(epistemic, P(True)) per model and benchmark against the paper's ≈ −0.2."""
+    rows, per_model = [], []
+    for method, score in table2.METHODS.items():
+        for column, d in table2.COLUMNS.items():
+            c = table2.cell([tables[m, d] for m in p.models], score, n_boot=TABLE2_BOOT, seed=p.seed)
+            want = paper.value("2", method, column, "auroc")
+            want_std = next(x["std"] for x in paper.cells("2") if x["row"] == method and x["column"] == column)
+            verdict, why = table2.verdict(c, want)
+            rows.append({"method": method, "benchmark": column, "paper": f"{want:.2f} ± {want_std:.2f}",
+                         "ours": f"{c.mean:.2f} ± {c.std:.2f}", "verdict": verdict, "why": why, "mean": c.mean})
+            per_model.append({"benchmark": column, "method": method,
+                              **{short(m): v for m, v in zip(p.models, c.per_model)}})
+    t2 = pd.DataFrame(rows)
+    out.tables["table2"] = book.table(t2[["method", "benchmark", "paper", "ours", "verdict"]], {
+        "method": "method", "benchmark": "benchmark", "paper": "paper (mean ± std)",
+        "ours": ("ours (mean ± std)", "", True), "verdict": "verdict"},
+        caption=f"The paper's Table 2 beside ours: AUROC for a wrong answer, mean ± std over {TABLE2_BOOT} bootstrap "
+                "runs and the models")
+    pm = pd.DataFrame(per_model).sort_values("benchmark", kind="stable", key=lambda b: b != "TriviaQA")
+    out.tables["table2_models"] = book.table(pm, {"benchmark": "benchmark", "method": "method",
+                                                  **{short(m): (short(m), ".3f") for m in p.models}},
+                                             caption="Table 2 per model: mean AUROC over the bootstrap runs")
+    counts = t2["verdict"].value_counts()
+    best = {column: t2[t2["benchmark"] == column].sort_values("mean").iloc[-1]["method"] for column in table2.COLUMNS}
+    out.values.update(t2_rule=table2.RULE, t2_boot=TABLE2_BOOT, t2_cells=len(t2),
+                      t2_reproduced=int(counts.get("reproduced", 0)), t2_not=int(counts.get("not reproduced", 0)),
+                      t2_best_tqa=best["TriviaQA"], t2_best_tfqa=best["TruthfulQA"])
+    _rho_epistemic_ptrue(p, tables, out)
+
+
+def _rho_epistemic_ptrue(p: Params, tables: Mapping[tuple[str, str], pd.DataFrame], out: Result) -> None:
+    """Spearman ρ between epistemic and P(True) (the confidence, not its registered 1 − P(True)) per
+    model and benchmark, with a bootstrap interval over questions, against the paper's ≈ −0.2."""
+    target = paper.statement("rho_epistemic_ptrue")["values"][0]
+    rows = []
+    for (name, d), t in tables.items():
+        ok = t["epistemic"].notna() & t["p_true"].notna()
+        e, conf = t.loc[ok, "epistemic"].to_numpy(float), 1 - t.loc[ok, "p_true"].to_numpy(float)
+        rho = float(spearmanr(e, conf).statistic)
+        rng = np.random.default_rng(p.seed)
+        boot = [spearmanr(e[i], conf[i]).statistic for i in (rng.integers(0, len(e), len(e)) for _ in range(500))]
+        lo, hi = np.quantile(boot, [0.025, 0.975])
+        near = lo <= target + RHO_EPI_PTRUE_TOL and hi >= target - RHO_EPI_PTRUE_TOL
+        rows.append({"model": short(name), "benchmark": NAMES[d], "ρ": rho, "CI": ci_text(lo, hi),
+                     "verdict": "reproduced" if near else "not reproduced"})
+    rt = pd.DataFrame(rows)
+    out.tables["rho_epi_ptrue"] = book.table(rt, {"model": "model", "benchmark": "benchmark", "ρ": ("ρ", ".2f"),
+                                                  "CI": ("95% CI", "", True), "verdict": "verdict"},
+                                             caption="Spearman ρ(epistemic, P(True)) per model and benchmark")
+    out.values.update(rho_ep_target=target, rho_ep_tol=RHO_EPI_PTRUE_TOL, rho_ep_min=float(rt["ρ"].min()),
+                      rho_ep_max=float(rt["ρ"].max()), rho_ep_reproduced=int((rt["verdict"] == "reproduced").sum()),
+                      rho_ep_n=len(rt))
 
 
 def _decomposition(p: Params, tables: Mapping[tuple[str, str], pd.DataFrame], out: Result) -> None:
@@ -465,7 +567,8 @@ def _layers(s: _Study, out: Result) -> None:
     n_split = [int(tables[key]["epistemic_last_block"].notna().sum()) for key in tables]
     out.values.update(n_layer_min=min(n_split), n_layer_max=max(n_split))
     for name, d in s.runs:
-        g, epi, wrong = qa_study.group_scores(tables[name, d], s.groups[name, d])
+        kept = set(tables[name, d]["id"])  # TruthfulQA's unclear answers are out of the tables
+        g, epi, wrong = qa_study.group_scores(tables[name, d], {i: v for i, v in s.groups[name, d].items() if i in kept})
         share = g.div(g.sum(axis=1), axis=0).mean()
         share_rows.append(share.rename(f"{short(name)} · {NAMES[d]}"))
         for col in g.columns:
@@ -577,7 +680,7 @@ def _measure_claims(p: Params, profile: str, s: _Study, tr_results: list[Any], o
     settings = {"profile": profile, "models": p.models, "n_truthfulqa": len(s.subsets["truthfulqa"]),
                 "n_triviaqa": len(s.subsets["triviaqa"]), "n_samples": p.n_samples,
                 "max_new_tokens": p.max_new_tokens, "n_boot": p.n_boot, "seed": p.seed,
-                "labels": "; ".join(f"{NAMES[d]}: {readings.GRADERS[d][readings.PRIMARY[d].grader].text}"
+                "labels": "; ".join(f"{NAMES[d]}: {readings.GRADERS[d][primary_grader(p, tables, d)].text}"
                                     for d in DATASETS)}
     kw = {"n_boot": p.n_boot, "seed": p.seed}
     m6, m7 = (headline.auroc_measurement(c, {name: tables[name, headline.CLAIM_SCORES[c][0]] for name in p.models},
@@ -839,7 +942,7 @@ def _study(p: Params, store: Any, out: Result) -> _Study:
     runs, mc_rows = _answer(p, store, subsets, mc_subset)
     groups, reading_only = _common(p, store, all_items, subsets, runs, out)
     s = _Study(all_items, subsets, item_by_id, runs, groups, mc_rows, reading_only)
-    s.tables = _score_tables(p, s)
+    s.tables = _score_tables(p, s, out)
     return s
 
 
@@ -874,6 +977,7 @@ def run(p: Params, store: Any, profile: str) -> Result:
     _lengths(p, tables, out)
     _decomposition(p, tables, out)
     _aurocs(p, tables, out)
+    _table2(p, tables, out)
     _ablation(p, tables, out)
     _layers(s, out)
     _variants(p, s, out)

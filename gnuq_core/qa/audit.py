@@ -33,7 +33,7 @@ from gnuq_core.repro.files import json_lines
 from gnuq_core.repro.paths import REPO_ROOT
 
 __all__ = ["AUDIT_DIR", "LABELS", "load_labels", "weights", "grader_quality", "weighted_auroc", "audited_aurocs",
-           "careful_labels", "careful_agreement", "cohen_kappa"]
+           "careful_labels", "careful_agreement", "careful_column", "answer_digest", "cohen_kappa"]
 
 AUDIT_DIR = REPO_ROOT / "audit"
 LABELS = ("correct", "incorrect", "unclear")
@@ -210,6 +210,24 @@ def careful_labels(folder: str | Path | None = None) -> Any:
             raise ValueError(f"{adjudicated}, line {n}: needs the key of a labelled answer and a final label")
         labelled[row["key"]] = {"label": row["final"], "reason": row["why"], "labeller": "adjudicated"}
     return pd.DataFrame([{**k, **{f: labelled[k["key"]][f] for f in ("label", "reason", "labeller")}} for k in keys])
+
+
+def answer_digest(answer: str) -> str:
+    """The first 16 hex digits of the SHA-1 of an answer's text: what a careful label is about."""
+    import hashlib
+
+    return hashlib.sha1(answer.encode("utf-8")).hexdigest()[:16]
+
+
+def careful_column(table: Any, model: str, labels: Any | None = None) -> Any:
+    """The careful labels of a TruthfulQA score table's answers (`careful_labels`): 1.0 correct,
+    0.0 incorrect, NaN for an unclear answer or one that is not the labelled answer (another
+    answer text to the same question: a preview's other answer cap)."""
+    labels = careful_labels() if labels is None else labels
+    mine = labels[labels["model"] == model].set_index("id")
+    value = {"correct": 1.0, "incorrect": 0.0, "unclear": np.nan}
+    return table.apply(lambda row: value[mine.at[row["id"], "label"]] if row["id"] in mine.index and
+                       mine.at[row["id"], "answer_sha1"] == answer_digest(row["answer"]) else np.nan, axis=1)
 
 
 def cohen_kappa(a: Sequence[str], b: Sequence[str]) -> float:

@@ -289,7 +289,9 @@ def part_measurements(claim: str, tables: Mapping[str, Any], settings: Mapping[s
             clean = {m: ([float(x) for x in d] if all(np.isfinite(d)) else [0.0, -1.0, 1.0]) for m, d in diffs.items()}
             closest = min(clean, key=lambda m: clean[m][0])
             value, ci = clean[closest][0], (clean[closest][1], clean[closest][2])
-            details = {"score": score, "differences": clean, "closest": closest, "dropped": dropped}
+            own = _finite_or_chance(mean_auroc_over_models(list(tables.values()), score, **kw))[1]
+            details = {"score": score, "differences": clean, "closest": closest, "dropped": dropped,
+                       "auroc_ci": [float(own[0]), float(own[1])]}
         out[part.id] = claims.Measurement(part.id, value, ci, dict(settings), details, evidence=dict(evidence))
     return out
 

@@ -6,9 +6,11 @@ claim's verdict that holds under one reading only is a finding about that readin
 every QA claim is judged under a declared grid (:func:`grid`):
 
 - **grader** (:data:`GRADERS`): TriviaQA: the alias contained without the question's echo
-  (primary), contained, exact match; TruthfulQA: ROUGE-L true > false with ties false
-  (primary, lm-evaluation-harness), ties true, ties left out, ROUGE-L ≥ 0.3 against the
-  best answer (Kuhn et al.), ≥ 0.3 against any true answer, and the MiniLM similarity judge;
+  (primary), contained, exact match; TruthfulQA: careful reading of every answer against the
+  rubric (primary, ``audit/truthfulqa``; unclear answers left out), ROUGE-L true > false
+  with ties false (lm-evaluation-harness), ties true, ties left out, ROUGE-L ≥ 0.3 against
+  the best answer (Kuhn et al.), ≥ 0.3 against any true answer, and the MiniLM similarity
+  judge;
 - **p** (:data:`P_READINGS`): ``sequence`` (p(y|x), primary: epistemic = ‖∇p‖²),
   ``normalized`` (p̄ = exp(mean log p_t): epistemic = ‖∇p̄‖² = p̄²‖∇log p̄‖²) or ``loss``
   (epistemic = ‖∇log p̄‖² = ‖∇log p‖²/T², the gradient of the mean-token log-likelihood,
@@ -19,8 +21,13 @@ every QA claim is judged under a declared grid (:func:`grid`):
   scores' ranks: the combination that does not depend on σ²).
 
 The primary reading (:data:`PRIMARY`) takes the paper's formulas literally (p the answer's
-probability, combined = epistemic + aleatoric) and, for TruthfulQA, the benchmark's own
-grader; all three were the project's rules before the QA campaign ran. TriviaQA's primary
+probability, combined = epistemic + aleatoric). TruthfulQA's primary grader is careful
+reading: the paper does not state its grader (its authors' earlier work used a language-model
+judge), two independent careful labellings agree at Cohen's κ 0.89, and the benchmark's ROUGE
+rule agrees with careful reading at κ 0.04–0.43 (measured on every answer in chapter 06): the
+labels closest to what "correct" means are the primary ones, and ROUGE stays a reading. Where a
+build's answers are not the labelled ones (a preview's other answer cap), :func:`primary` falls
+back to the ROUGE rule (:data:`FALLBACK`). TriviaQA's primary
 grader is the exception: the echo-aware rule replaced plain containment *after* a
 reviewer had read answers and computed AUROCs without the echo matches (issue 26), so its
 choice was not blind to results. That is why no verdict rests on one reading: every claim
@@ -36,8 +43,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Grader", "Reading", "GRADERS", "P_READINGS", "COMBINED_READINGS", "PRIMARY", "grid", "graders_in",
-           "reading_table", "label_column"]
+__all__ = ["Grader", "Reading", "GRADERS", "P_READINGS", "COMBINED_READINGS", "PRIMARY", "FALLBACK", "primary",
+           "grid", "graders_in", "reading_table", "label_column"]
 
 
 @dataclass(frozen=True)
@@ -69,6 +76,8 @@ GRADERS: dict[str, dict[str, Grader]] = {
         Grader("exact", "correct_em", "the answer is an alias (exact match)"),
     )},
     "truthfulqa": {g.name: g for g in (
+        Grader("careful", "correct_careful", "careful reading against the rubric (audit/truthfulqa), unclear left "
+                                             "out"),
         Grader("rouge", "correct_rouge", "ROUGE-L to a true reference > to a false one, ties false"),
         Grader("rouge_ties_true", "correct_rouge", "ROUGE-L true > false, ties true", ties="true"),
         Grader("rouge_no_ties", "correct_rouge", "ROUGE-L true > false, ties left out", ties="drop"),
@@ -107,8 +116,22 @@ class Reading:
                 f"{COMBINED_READINGS[self.combined]}")
 
 
-PRIMARY: dict[str, Reading] = {"triviaqa": Reading("no_echo"), "truthfulqa": Reading("rouge")}
+PRIMARY: dict[str, Reading] = {"triviaqa": Reading("no_echo"), "truthfulqa": Reading("careful")}
 """The reading each dataset's headline verdicts use (how each was chosen: the module docstring)."""
+
+MIN_COVERAGE = 0.9
+"""A grader is a reading of a build only where it labels at least this share of every table's answers."""
+
+FALLBACK: dict[str, Reading] = {"truthfulqa": Reading("rouge")}
+"""The primary reading where a build's answers carry no careful labels."""
+
+
+def primary(dataset: str, graders: list[str] | None = None) -> Reading:
+    """``dataset``'s primary reading among ``graders`` (default: all): `PRIMARY`, or `FALLBACK`
+    when its grader is not among them."""
+    if graders is None or PRIMARY[dataset].grader in graders:
+        return PRIMARY[dataset]
+    return FALLBACK.get(dataset, PRIMARY[dataset])
 
 
 def grid(dataset: str, *, graders: list[str] | None = None) -> list[Reading]:
@@ -118,15 +141,17 @@ def grid(dataset: str, *, graders: list[str] | None = None) -> list[Reading]:
     if unknown:
         raise ValueError(f"unknown {dataset} grader(s) {', '.join(unknown)}; known: {', '.join(GRADERS[dataset])}")
     out = [Reading(g, p, c) for g in names for p in P_READINGS for c in COMBINED_READINGS]
-    primary = PRIMARY[dataset]
-    return sorted(out, key=lambda r: r != primary)
+    first = primary(dataset, names)
+    return sorted(out, key=lambda r: r != first)
 
 
 def graders_in(tables: Any, dataset: str) -> list[str]:
     """The graders of ``dataset`` whose label column every table of ``tables`` (an iterable of
-    score tables) holds: the MiniLM judge's only where the build ran it (``embedding_judge``)."""
+    score tables) holds with at least one label: the MiniLM judge's only where the build ran it
+    (``embedding_judge``), the careful labels only where the build's answers are the labelled ones."""
     tables = list(tables)
-    return [name for name, g in GRADERS[dataset].items() if all(g.column in t for t in tables)]
+    return [name for name, g in GRADERS[dataset].items()
+            if all(g.column in t and len(t) and t[g.column].notna().mean() >= MIN_COVERAGE for t in tables)]
 
 
 def label_column(table: Any, dataset: str, grader: str) -> Any:
@@ -134,8 +159,9 @@ def label_column(table: Any, dataset: str, grader: str) -> Any:
     g = GRADERS[dataset][grader]
     if g.column not in table:
         raise KeyError(f"the score table has no column {g.column!r} for grader {grader!r}: build it with "
-                       "gnuq_core.qa.study.score_table (and an embed function for the embedding judge)")
-    incorrect = (~table[g.column].astype(bool)).astype(float)
+                       "gnuq_core.qa.study.score_table (and an embed function for the embedding judge, "
+                       "gnuq_core.qa.audit.careful_column for the careful labels)")
+    incorrect = 1.0 - table[g.column].astype(float)  # a label a grader does not give (NaN) stays NaN
     if g.ties != "false":
         tie = table["rouge_tie"].astype(bool)
         incorrect = incorrect.where(~tie, 0.0 if g.ties == "true" else np.nan)

@@ -20,7 +20,7 @@ from typing import Any
 from gnuq_core.qa import grading, headline
 from gnuq_core.qa import transfer as _transfer
 from gnuq_core.qa.auroc import AurocReplicates
-from gnuq_core.qa.readings import GRADERS, P_READINGS, PRIMARY, Reading, graders_in, grid, label_column, reading_table
+from gnuq_core.qa.readings import P_READINGS, Reading, graders_in, grid, label_column, primary, reading_table
 from gnuq_core.repro import claims
 
 __all__ = ["CLAIM_DATASET", "compound_readings", "transfer_results", "transfer_readings", "grader_agreement",
@@ -48,8 +48,9 @@ def compound_readings(claim: str, tables: Mapping[str, Any], settings: Mapping[s
         per_model = {m: reading_table(t, dataset, r) for m, t in tables.items()}
         out[r.key] = headline.part_measurements(claim, per_model, {**settings, "reading": r.key}, n_boot=n_boot,
                                                 seed=seed, replicates=shared)
-    primary = PRIMARY[dataset].key
-    return out[primary], out, primary
+    key = primary(dataset, graders_in(tables.values(), dataset)).key
+    key = key if key in out else readings[0].key  # a caller's own list of readings: its first
+    return out[key], out, key
 
 
 def transfer_results(tables: Mapping[tuple[str, str], Any], models: Sequence[str], *, n_boot: int,
@@ -79,7 +80,8 @@ def transfer_readings(tables: Mapping[tuple[str, str], Any], models: Sequence[st
     def key(graders: Mapping[str, str], p: str) -> str:
         return f"p={p}, " + ", ".join(f"{d} grader={g}" for d, g in sorted(graders.items()))
 
-    primary_graders = {d: PRIMARY[d].grader for d in {d for _, d in tables}}
+    primary_graders = {d: primary(d, graders_in([t for (_, dd), t in tables.items() if dd == d], d)).grader
+                       for d in {d for _, d in tables}}
     variants = [(primary_graders, p) for p in P_READINGS]
     for d in sorted(primary_graders):
         held = graders_in([t for (_, dd), t in tables.items() if dd == d], d)
@@ -100,9 +102,10 @@ def grader_agreement(tables: Mapping[tuple[str, str], Any]) -> Any:
 
     rows = []
     for (model, dataset), t in tables.items():
-        base = label_column(t, dataset, PRIMARY[dataset].grader)
-        for name in GRADERS[dataset]:
-            if name == PRIMARY[dataset].grader or GRADERS[dataset][name].column not in t:
+        first = primary(dataset, graders_in([t], dataset)).grader
+        base = label_column(t, dataset, first)
+        for name in graders_in([t], dataset):
+            if name == first:
                 continue
             other = label_column(t, dataset, name)
             keep = base.notna() & other.notna()

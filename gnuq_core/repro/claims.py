@@ -221,11 +221,19 @@ C6_PAPER_AUROC = 0.63
 """The TruthfulQA AUROC of the combined estimate the paper reports (claim C6)."""
 
 
+def _at_chance(m: Measurement) -> bool:
+    """Whether the method's own AUROC interval (``details["auroc_ci"]``) reaches 0.5 or lies below:
+    a method no better than chance is nobody's best."""
+    ci = m.details.get("auroc_ci")
+    return ci is not None and ci[0] <= 0.5
+
+
 def _highest(m: Measurement) -> str:
-    """Highest by its point estimate and significantly worse than none: reproduced; some method
-    significantly better (a paired difference's CI below 0): not reproduced; else partly."""
+    """Highest by its point estimate, significantly worse than none and above chance: reproduced;
+    some method significantly better (a paired difference's CI below 0), or its own AUROC interval
+    reaching chance: not reproduced; else partly."""
     diffs = m.details["differences"]
-    if any(hi < 0 for _, _, hi in diffs.values()):
+    if any(hi < 0 for _, _, hi in diffs.values()) or _at_chance(m):
         return NOT_REPRODUCED
     return REPRODUCED if all(d >= 0 for d, _, _ in diffs.values()) else PARTLY
 
@@ -236,27 +244,37 @@ def _worst_difference(m: Measurement) -> str:
     return f"{name.replace('_', ' ')} {d:+.3f} [{lo:+.3f}, {hi:+.3f}]"
 
 
+def _chance_text(m: Measurement) -> str:
+    lo, hi = m.details["auroc_ci"]
+    return f"its own AUROC interval [{lo:.3f}, {hi:.3f}] reaches chance (0.5): no better than chance is nobody's best"
+
+
 def _explain_highest(m: Measurement, verdict: str) -> str:
     if verdict == REPRODUCED:
-        return "its point is the highest and no method is significantly better"
+        return "its point is the highest, no method is significantly better and it is above chance"
     if verdict == PARTLY:
         return f"another method's point is higher, none significantly (closest: {_worst_difference(m)})"
+    if _at_chance(m) and not any(hi < 0 for _, _, hi in m.details["differences"].values()):
+        return _chance_text(m)
     return f"a method is significantly better (difference to it: {_worst_difference(m)})"
 
 
 def _beats_all(m: Measurement) -> str:
-    """Every paired difference's CI above 0: reproduced; one below 0: not reproduced; else partly."""
+    """Every paired difference's CI above 0 and the method above chance: reproduced; one below 0,
+    or the method's own AUROC interval reaching chance: not reproduced; else partly."""
     diffs = m.details["differences"]
-    if any(hi < 0 for _, _, hi in diffs.values()):
+    if any(hi < 0 for _, _, hi in diffs.values()) or _at_chance(m):
         return NOT_REPRODUCED
     return REPRODUCED if all(lo > 0 for _, lo, _ in diffs.values()) else PARTLY
 
 
 def _explain_beats_all(m: Measurement, verdict: str) -> str:
     if verdict == REPRODUCED:
-        return "every paired difference lies above 0"
+        return "every paired difference lies above 0 and it is above chance"
     if verdict == PARTLY:
         return f"not every paired difference lies above 0, none below (weakest: {_worst_difference(m)})"
+    if _at_chance(m) and not any(hi < 0 for _, _, hi in m.details["differences"].values()):
+        return _chance_text(m)
     return f"a method is significantly better (difference to it: {_worst_difference(m)})"
 
 
@@ -341,13 +359,14 @@ _PARTS: dict[str, tuple[Part, ...]] = {
     "C6": (
         Part("C6a", "combined has the highest mean AUROC on TruthfulQA", "combined − the best other method "
              "(mean AUROC over models; paired bootstrap CI); details: differences {method: [combined − method, lo, hi]}",
-             _highest, "reproduced if combined's point is the highest and no method is significantly better; not "
-                       "reproduced if one is"),
+             _highest, "reproduced if combined's point is the highest, no method is significantly better and its "
+                       "AUROC interval lies above chance (0.5); not reproduced if one is better or it is at chance"),
         Part("C6b", f"its AUROC is about {C6_PAPER_AUROC}", "mean AUROC of combined over models",
              _level(C6_PAPER_AUROC), f"reproduced if the CI contains {C6_PAPER_AUROC}"),
         Part("C6c", "combined beats P(True) and the entropy baselines", "the smallest paired difference combined − "
              "baseline (P(True), mean token, predictive, length-normalised predictive, semantic entropy)",
-             _beats_all, "reproduced if every paired difference lies above 0; not reproduced if one lies below"),
+             _beats_all, "reproduced if every paired difference lies above 0 and combined is above chance; not "
+                         "reproduced if one lies below or combined is at chance"),
     ),
     "C7": (
         Part("C7a", "epistemic is near chance on TriviaQA", "mean AUROC of epistemic over models", _near_chance,
@@ -355,7 +374,8 @@ _PARTS: dict[str, tuple[Part, ...]] = {
         Part("C7b", "combined is near chance on TriviaQA (the abstract's wording)", "mean AUROC of combined",
              _near_chance, f"reproduced if the CI lies inside [{CHANCE_BAND[0]}, {CHANCE_BAND[1]}]; not if outside"),
         Part("C7c", "P(True) is the best method on TriviaQA", "the smallest paired difference P(True) − other method",
-             _beats_all, "reproduced if every paired difference lies above 0; not reproduced if one lies below"),
+             _beats_all, "reproduced if every paired difference lies above 0 and P(True) is above chance; not "
+                         "reproduced if one lies below or P(True) is at chance"),
     ),
 }
 PARTS: dict[str, Part] = {p.id: p for ps in _PARTS.values() for p in ps}

@@ -123,7 +123,8 @@ def test_every_value_the_page_glues_is_computed(ran) -> None:
 def test_tables_store_and_claims(ran) -> None:
     result, root = ran
     expected = {"agreement", "audit", "examples_truthfulqa", "examples_triviaqa", "accuracy", "lengths", "rho_p",
-                "rho_length", "auroc", "auroc_full", "ablation", "group_auroc", "group_epistemic_auroc", "variants",
+                "rho_length", "auroc", "auroc_full", "ablation", "table2", "table2_models", "rho_epi_ptrue",
+                "group_auroc", "group_epistemic_auroc", "variants",
                 "categories", "scales", *qa.CLAIM_TABLES}
     assert expected <= set(result.tables) <= expected | {"transfers"}
     assert "hand-labelled audit set" in repr(result.tables["audit"])

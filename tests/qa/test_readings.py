@@ -27,7 +27,10 @@ def _table(n: int = 8) -> pd.DataFrame:
 
 def test_the_grid_covers_every_grader_p_and_combination_primary_first() -> None:
     g = grid("truthfulqa")
-    assert g[0] == PRIMARY["truthfulqa"] and len(g) == 6 * 3 * 2 and len(set(g)) == len(g)
+    assert g[0] == PRIMARY["truthfulqa"] == Reading("careful") and len(g) == 7 * 3 * 2 and len(set(g)) == len(g)
+    # without the careful labels (a preview's other answers) the ROUGE rule comes first
+    fallback = grid("truthfulqa", graders=["rouge", "embedding"])
+    assert fallback[0] == readings.FALLBACK["truthfulqa"] == readings.primary("truthfulqa", ["rouge"])
     assert len(grid("triviaqa")) == 3 * 3 * 2 and grid("triviaqa")[0] == Reading("no_echo")
     with pytest.raises(ValueError, match="unknown truthfulqa grader"):
         grid("truthfulqa", graders=["magic"])
@@ -69,3 +72,14 @@ def test_robustness_says_robust_or_names_the_readings_that_flip() -> None:
     keys = {f"grader={g}, p={p}": "no" if g == "x" else "yes" for g in ("x", "y", "z") for p in ("s", "n")}
     text = claims.robustness(keys, "grader=x, p=s")["text"]
     assert "yes under 4 (grader ∈ {y, z})" in text  # p varies freely among them: not named
+
+
+def test_careful_labels_drop_unclear_answers_and_count_only_where_they_cover_the_build() -> None:
+    t = _table()
+    t["correct_careful"] = [1.0, 0.0, np.nan, 1.0, 0.0, 1.0, 0.0, 0.0]
+    careful = reading_table(t, "truthfulqa", Reading("careful"))
+    assert careful["id"].tolist() == ["q0", "q1", "q3", "q4", "q5", "q6", "q7"]
+    assert careful["incorrect"].tolist() == [0, 1, 0, 1, 0, 1, 1]
+    assert "careful" not in readings.graders_in([t], "truthfulqa")  # 7 of 8 labelled: below 90 %
+    t.loc[2, "correct_careful"] = 1.0
+    assert "careful" in readings.graders_in([t], "truthfulqa")

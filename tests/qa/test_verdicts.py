@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from gnuq_core.qa import scores, verdicts
-from gnuq_core.qa.readings import PRIMARY, grid
+from gnuq_core.qa.readings import FALLBACK, graders_in, grid
 from gnuq_core.repro import claims
 
 
@@ -38,7 +38,7 @@ def test_a_claim_is_robust_when_every_reading_gives_its_verdict() -> None:
         for c in ("aleatoric", "aleatoric_norm"):
             t[c] = 0.25 / (1 + np.exp(-t[c]))
     primary, by_reading, key = verdicts.compound_readings("C6", tables, {}, n_boot=200, seed=0)
-    assert len(by_reading) == len(grid("truthfulqa"))
+    assert len(by_reading) == len(grid("truthfulqa", graders=graders_in(tables.values(), "truthfulqa")))
     m = claims.Measurement("C6", 0.9, (0.85, 0.95), evidence={"models": 2, "correct": 100, "wrong": 100})
     with claims_dir() as _:
         e = claims.record(m, parts=primary, readings=by_reading, primary=key)
@@ -61,9 +61,10 @@ def test_the_grid_leaves_out_a_grader_the_build_did_not_run() -> None:
 def test_a_claim_depends_on_the_reading_when_one_combination_loses_the_signal() -> None:
     # combined carries a strong signal, everything else none: C6a and C6c reproduced, C6b not (AUROC ≫ 0.63)
     tables = {m: _table(400, s, {"combined": 3.0}) for s, m in enumerate(("a", "b"))}
+    held = graders_in(tables.values(), "truthfulqa")  # no careful labels here: the ROUGE rule is primary
     primary, by_reading, key = verdicts.compound_readings("C6", tables, {}, n_boot=200, seed=0,
-                                                          readings=grid("truthfulqa")[:4])
-    assert key == PRIMARY["truthfulqa"].key and set(primary) == {"C6a", "C6b", "C6c"}
+                                                          readings=grid("truthfulqa", graders=held)[:4])
+    assert key == FALLBACK["truthfulqa"].key and set(primary) == {"C6a", "C6b", "C6c"}
     m = claims.Measurement("C6", 0.9, (0.85, 0.95), evidence={"models": 2, "correct": 100, "wrong": 100})
     with claims_dir() as _:
         e = claims.record(m, parts=primary, readings=by_reading, primary=key)

@@ -267,3 +267,17 @@ def test_record_keeps_the_reasons(generated: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("GNUQ_CHAPTER", "04_mcmc_validation")
     e = record(Measurement("C1", 0.9, (0.8, 0.95), evidence={"seeds": 3, "settings": 4, "query_points": 50}))
     assert e["verdict"] == "reproduced" and e["reason"] == "the whole interval [0.8, 0.95] lies at or above 0.44"
+
+
+def test_a_method_at_chance_is_nobodys_best() -> None:
+    from gnuq_core.repro.claims import PARTS, Measurement
+
+    diffs = {"p_true": [0.01, -0.02, 0.04], "semantic_entropy": [0.02, -0.01, 0.05]}
+    above = Measurement("C6a", 0.01, (-0.02, 0.04), details={"differences": diffs, "auroc_ci": [0.55, 0.62]})
+    at_chance = Measurement("C6a", 0.01, (-0.02, 0.04), details={"differences": diffs, "auroc_ci": [0.47, 0.53]})
+    assert PARTS["C6a"].rule(above) == "reproduced"
+    assert PARTS["C6a"].rule(at_chance) == "not reproduced"
+    assert "reaches chance" in PARTS["C6a"].rule.explain(at_chance, "not reproduced")
+    beats = {"p_true": [0.05, 0.02, 0.08]}
+    assert PARTS["C6c"].rule(Measurement("C6c", 0.05, (0.02, 0.08), details={"differences": beats,
+                                                                             "auroc_ci": [0.49, 0.56]})) == "not reproduced"
