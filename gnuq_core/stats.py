@@ -27,7 +27,8 @@ import numpy as np
 
 __all__ = ["RankAgreement", "resample_indices", "percentile_interval", "cluster_bootstrap", "spearman", "spearman_pair", "t_interval", "percentile_bootstrap", "bootstrap_spearman",
            "bootstrap_spearman_difference", "rank_agreement", "rank_difference", "combine", "fit_isotropic_scale", "magnitude_view",
-           "trend", "Trend", "hierarchical_indices", "hierarchical_bootstrap", "hierarchical_trend"]
+           "trend", "Trend", "hierarchical_indices", "hierarchical_bootstrap", "hierarchical_trend",
+           "bootstrap_p_value", "benjamini_hochberg"]
 
 
 def _rank(a: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -475,3 +476,25 @@ def hierarchical_trend(x: np.ndarray, y: np.ndarray, levels: Sequence[np.ndarray
     reps = np.array([_ols(x[idx], yy)[0] for idx, yy in _hierarchical_draws(y, boots, levels, res, n_boot, seed)])
     lo, hi = percentile_interval(reps, level, point=slope)
     return Trend(slope, (lo, hi), icpt, int(y.size), int(np.unique(np.asarray(levels[0])).size))
+
+
+def bootstrap_p_value(replicates: np.ndarray) -> float:
+    """Two-sided bootstrap p-value of "the difference is 0" from a difference's replicates:
+    twice the smaller share of replicates on either side of 0, at least one replicate's share."""
+    r = np.asarray(replicates, float)
+    r = r[np.isfinite(r)]
+    if not r.size:
+        return float("nan")
+    p = 2 * min(float(np.mean(r <= 0)), float(np.mean(r >= 0)))
+    return float(min(1.0, max(p, 1.0 / r.size)))
+
+
+def benjamini_hochberg(p_values: Sequence[float]) -> np.ndarray:
+    """Benjamini–Hochberg adjusted p-values (false discovery rate), in the input's order."""
+    p = np.asarray(p_values, float)
+    order = np.argsort(p)
+    ranked = p[order] * len(p) / np.arange(1, len(p) + 1)
+    adjusted = np.minimum.accumulate(ranked[::-1])[::-1]
+    out = np.empty_like(p)
+    out[order] = np.minimum(adjusted, 1.0)
+    return out

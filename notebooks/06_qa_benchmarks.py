@@ -351,6 +351,18 @@ display(result.tables["table2_models"])
 display(result.tables["rho_epi_ptrue"])
 
 # %% [markdown]
+# On TruthfulQA the paper's combined estimate "significantly" outperforms P(True) and the entropy
+# baselines (p < {glue:text}`sig_level` after Benjamini–Hochberg correction, its Appendix G.7). The
+# same test on our answers: each difference of mean AUROC (combined − baseline) with a paired
+# bootstrap over questions, a two-sided bootstrap p-value, and the Benjamini–Hochberg adjustment over
+# the baselines. Combined is significantly better than {glue:text}`sig_wins` of the
+# {glue:text}`sig_n` TruthfulQA baselines and significantly worse than {glue:text}`sig_losses`:
+# the statement is **{glue:text}`sig_verdict`** here.
+
+# %%
+display(result.tables["significance"])
+
+# %% [markdown]
 # (qa-variants)=
 # ## 7. Which layers carry the signal, and what do cheaper variants cost?
 #
@@ -435,6 +447,28 @@ display(result.tables["scales"])
 # (claim-c6)=
 # (claim-c7)=
 # (claim-c9)=
+# ### The paper's own protocol: a correctness classifier across models
+#
+# The paper's limitation (the source of C9) is measured differently from the threshold transfer
+# above: a correctness classifier trained on three models' uncertainty estimates and evaluated on
+# the fourth is at chance or below, the relation sometimes inverting, even after normalising by
+# the squared parameter norm. With our two models: a logistic regression on (epistemic, aleatoric),
+# standardised on the training model, trained on one model's answers and evaluated on the other's,
+# in both directions and on both benchmarks, with epistemic raw and divided by the model's
+# ‖θ*‖². We judge the classifier by its AUROC on the other model (does its ranking of wrong answers
+# carry over?): its interval reaches chance or lies below in {glue:text}`ct_chance` of the
+# {glue:text}`ct_n` transfers and lies wholly below 0.5 (the relation inverted) in
+# {glue:text}`ct_inverted`, so the statement is **{glue:text}`ct_verdict`** with our models. The
+# balanced accuracy of its 0.5 decision is shown too, but read it with the share flagged: in
+# {glue:text}`ct_all_flagged` transfers the classifier flags every answer or none (most TriviaQA
+# answers are wrong, so a calibrated classifier calls them all wrong), which puts the balanced
+# accuracy at exactly 0.5 whatever the ranking. A linear classifier's ranking is unchanged by the
+# normalisation (a constant shift of one feature); only its decisions move.
+
+# %%
+display(result.tables["classifier_transfer"])
+
+# %% [markdown]
 # ## 10. The claims
 #
 # For C6 and C7 each method's AUROC is the **mean over the models** (each model's own

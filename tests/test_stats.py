@@ -190,3 +190,15 @@ def test_hierarchical_bootstrap_bad_input_names_it():
 
     with pytest.raises(ValueError, match="one label per value"):
         hierarchical_bootstrap([0.1, 0.2], None, [np.array([0, 1, 2])])
+
+
+def test_benjamini_hochberg_equals_scipys_and_the_bootstrap_p_value() -> None:
+    import numpy as np
+    from scipy.stats import false_discovery_control
+
+    from gnuq_core.stats import benjamini_hochberg, bootstrap_p_value
+
+    ps = [0.01, 0.04, 0.03, 0.005, 0.5]
+    np.testing.assert_allclose(benjamini_hochberg(ps), false_discovery_control(ps))
+    assert bootstrap_p_value(np.full(100, 0.3)) == 0.01  # every replicate above 0: the floor, one replicate
+    assert bootstrap_p_value(np.linspace(-1, 1, 101)) == 1.0

@@ -172,6 +172,7 @@ class _Study:
     groups: dict[tuple[str, str], dict[str, dict[str, float]]]
     mc_rows: list[dict[str, Any]]
     reading_only: bool
+    theta_sq: dict[str, float]
     tables: dict[tuple[str, str], pd.DataFrame] | None = None
 
 
@@ -188,12 +189,16 @@ def _questions(p: Params, out: Result) -> tuple[dict[str, list[Any]], dict[str, 
 
 
 def _answer(p: Params, store: Any, subsets: dict[str, list[Any]], mc_subset: list[Any]
-            ) -> tuple[dict, list[dict[str, Any]]]:
-    """Each model's records of both datasets (through ``store``) and its MC scores."""
+            ) -> tuple[dict, list[dict[str, Any]], dict[str, float]]:
+    """Each model's records of both datasets (through ``store``), its MC scores and its squared
+    parameter norm ‖θ*‖² (tied weights once; C9's normalisation)."""
+    from gnuq_core.estimators.core import unique_params
+
     runs: dict[tuple[str, str], list] = {}
-    mc_rows = []
+    mc_rows, theta_sq = [], {}
     for name in p.models:
         lm = load_model(name)
+        theta_sq[name] = float(sum(float(t.detach().double().pow(2).sum()) for t in unique_params(lm.model)[0].values()))
         config = qa_study.chapter_config(name, max_new_tokens=p.max_new_tokens, n_samples=p.n_samples, seed=p.seed)
         for d in DATASETS:
             runs[name, d] = qa_study.run_dataset(lm, subsets[d], config, progress=False, store=store,
@@ -203,7 +208,7 @@ def _answer(p: Params, store: Any, subsets: dict[str, list[Any]], mc_subset: lis
                         "MC2": float(np.mean([m["mc2"] for m in mc])), "questions": len(mc)})
         del lm
         gc.collect()
-    return runs, mc_rows
+    return runs, mc_rows, theta_sq
 
 
 def _common(p: Params, store: Any, all_items: dict[str, list[Any]], subsets: dict[str, list[Any]],
@@ -470,6 +475,73 @@ def _table2(p: Params, tables: Mapping[tuple[str, str], pd.DataFrame], out: Resu
                       t2_reproduced=int(counts.get("reproduced", 0)), t2_not=int(counts.get("not reproduced", 0)),
                       t2_best_tqa=best["TriviaQA"], t2_best_tfqa=best["TruthfulQA"])
     _rho_epistemic_ptrue(p, tables, out)
+    _significance(p, tables, out)
+
+
+SIGNIFICANCE_LEVEL = 0.01
+"""The paper's level for "significantly outperforms" (after Benjamini–Hochberg)."""
+
+
+def _significance(p: Params, tables: Mapping[tuple[str, str], pd.DataFrame], out: Result) -> None:
+    """Combined against P(True) and each entropy baseline per benchmark: paired bootstrap difference of the
+    mean AUROC over models, two-sided p, Benjamini–Hochberg over the baselines (the paper's Appendix G.7)."""
+    rows = []
+    for d in DATASETS:
+        for r in headline.paired_tests([tables[m, d] for m in p.models], "combined",
+                                       ["p_true", *headline.ENTROPY_BASELINES], min_per_class=claims.MIN_PER_CLASS,
+                                       n_boot=p.n_boot, seed=p.seed):
+            rows.append({"benchmark": NAMES[d], "baseline": score_name(r["baseline"]), "difference": r["difference"],
+                         "CI": ci_text(r["lo"], r["hi"]), "p": r["p"], "p (BH)": r["p_bh"], "dataset": d})
+    sig = pd.DataFrame(rows, columns=["benchmark", "baseline", "difference", "CI", "p", "p (BH)", "dataset"])
+    out.tables["significance"] = book.table(sig.drop(columns="dataset"), {
+        "benchmark": "benchmark", "baseline": "baseline", "difference": ("combined − baseline", "+.3f"),
+        "CI": ("95% CI", "", True), "p": ("p", ".3g"), "p (BH)": ("p, Benjamini–Hochberg", ".3g")},
+        caption="Combined against each baseline: paired bootstrap differences of the mean AUROC over models")
+    tf = sig[sig["dataset"] == "truthfulqa"]
+    wins = int(((tf["p (BH)"] < SIGNIFICANCE_LEVEL) & (tf["difference"] > 0)).sum())
+    losses = int(((tf["p (BH)"] < SIGNIFICANCE_LEVEL) & (tf["difference"] < 0)).sum())
+    out.values.update(sig_level=SIGNIFICANCE_LEVEL, sig_wins=wins, sig_losses=losses, sig_n=len(tf),
+                      sig_verdict="reproduced" if wins == len(tf) else "not reproduced")
+
+
+def _classifier_transfer(p: Params, s: _Study, out: Result) -> None:
+    """The paper's C9 protocol with our two models: a logistic correctness classifier on (epistemic,
+    aleatoric), trained on one model and evaluated on the other, each direction and benchmark, the
+    raw epistemic and the one normalised by the squared parameter norm ‖θ*‖²."""
+    rows = []
+    for d in DATASETS:
+        for src, tgt in ((p.models[0], p.models[-1]), (p.models[-1], p.models[0])):
+            if src == tgt:
+                continue
+            for norm in ("raw", "÷ ‖θ*‖²"):
+                def features(m: str) -> np.ndarray:
+                    t = s.tables[m, d]
+                    e = t["epistemic"].to_numpy(float) - (np.log10(s.theta_sq[m]) if norm != "raw" else 0.0)
+                    return np.column_stack([e, t["aleatoric"].to_numpy(float)])
+
+                ok = all(np.isfinite(features(m)).all() and s.tables[m, d]["incorrect"].nunique() == 2
+                         for m in (src, tgt))
+                if not ok:
+                    continue
+                r = transfer.classifier_transfer(features(src), s.tables[src, d]["incorrect"], features(tgt),
+                                                 s.tables[tgt, d]["incorrect"], n_boot=min(p.n_boot, 1000), seed=p.seed)
+                rows.append({"benchmark": NAMES[d], "trained on → evaluated on": f"{short(src)} → {short(tgt)}",
+                             "epistemic": norm, "AUROC": r["auroc"], "AUROC CI": ci_text(r["auroc_lo"], r["auroc_hi"]),
+                             "balanced accuracy": r["balanced_accuracy"], "BA CI": ci_text(r["ba_lo"], r["ba_hi"]),
+                             "flagged": r["flagged"], "at chance or below": r["auroc_lo"] <= 0.5,
+                             "inverted": r["auroc_hi"] < 0.5})
+    ct = pd.DataFrame(rows, columns=["benchmark", "trained on → evaluated on", "epistemic", "AUROC", "AUROC CI",
+                                     "balanced accuracy", "BA CI", "flagged", "at chance or below", "inverted"])
+    out.tables["classifier_transfer"] = book.table(ct, {
+        "benchmark": "benchmark", "trained on → evaluated on": "trained on → evaluated on", "epistemic": "epistemic",
+        "AUROC": ("AUROC", ".3f"), "AUROC CI": ("95% CI", "", True), "balanced accuracy": ("balanced accuracy", ".3f"),
+        "BA CI": ("95% CI ", "", True), "flagged": ("flagged wrong", ".0%")},
+        caption="A correctness classifier trained on one model, evaluated on the other")
+    out.values.update(ct_n=len(ct), ct_chance=int(ct["at chance or below"].sum()) if len(ct) else 0,
+                      ct_all_flagged=int(((ct["flagged"] == 0) | (ct["flagged"] == 1)).sum()) if len(ct) else 0,
+                      ct_inverted=int(ct["inverted"].sum()) if len(ct) else 0,
+                      ct_verdict="reproduced" if len(ct) and bool(ct["at chance or below"].all()) else
+                      "not reproduced" if len(ct) else "inconclusive")
 
 
 def _rho_epistemic_ptrue(p: Params, tables: Mapping[tuple[str, str], pd.DataFrame], out: Result) -> None:
@@ -939,9 +1011,9 @@ def _study(p: Params, store: Any, out: Result) -> _Study:
     torch.manual_seed(p.seed)
     all_items, subsets, mc_subset = _questions(p, out)
     item_by_id = {it.id: it for d in DATASETS for it in all_items[d]}
-    runs, mc_rows = _answer(p, store, subsets, mc_subset)
+    runs, mc_rows, theta_sq = _answer(p, store, subsets, mc_subset)
     groups, reading_only = _common(p, store, all_items, subsets, runs, out)
-    s = _Study(all_items, subsets, item_by_id, runs, groups, mc_rows, reading_only)
+    s = _Study(all_items, subsets, item_by_id, runs, groups, mc_rows, reading_only, theta_sq)
     s.tables = _score_tables(p, s, out)
     return s
 
@@ -983,6 +1055,7 @@ def run(p: Params, store: Any, profile: str) -> Result:
     _variants(p, s, out)
     _categories(p, tables, out)
     tr_results = _transfer(p, tables, out)
+    _classifier_transfer(p, s, out)
     c = _measure_claims(p, profile, s, tr_results, out)
     _claim_values(c, out)
     _claim_tables(c, out)

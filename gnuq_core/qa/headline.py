@@ -31,7 +31,7 @@ from gnuq_core.repro import claims
 
 __all__ = ["CLAIM_SCORES", "PART_SCORES", "ENTROPY_BASELINES", "mean_auroc_over_models", "mean_aurocs",
            "mean_difference_over_models", "best_score", "counts", "auroc_measurement", "part_measurements",
-           "transfer_measurement"]
+           "transfer_measurement", "paired_tests"]
 
 Interval = tuple[float, float, float]  # (point, lo, hi)
 
@@ -295,3 +295,31 @@ def part_measurements(claim: str, tables: Mapping[str, Any], settings: Mapping[s
         out[part.id] = claims.Measurement(part.id, value, ci, dict(settings), details, evidence=dict(evidence))
     return out
 
+
+def paired_tests(tables: Iterable[Any], score: str, baselines: Sequence[str], *, min_per_class: int, n_boot: int,
+                 seed: int, replicates: _auroc.AurocReplicates | None = None) -> list[dict[str, Any]]:
+    """``score`` against each baseline: the mean over models of AUROC(score) − AUROC(baseline) with
+    its paired bootstrap interval (`mean_difference_over_models`), a two-sided bootstrap p-value
+    (`gnuq_core.stats.bootstrap_p_value`) and the Benjamini–Hochberg adjusted one over the baselines."""
+    from gnuq_core.stats import benjamini_hochberg, bootstrap_p_value
+
+    reps = _memo(replicates, n_boot, seed)
+    tables = list(tables)
+    rows = []
+    for b in baselines:
+        captured: list[np.ndarray] = []
+
+        def one_model(y: np.ndarray, t: Any, b: str = b) -> tuple[float, np.ndarray]:
+            (pa, ra), (pb, rb) = reps(t, score), reps(t, b)
+            captured.append(ra - rb)
+            return pa - pb, ra - rb
+
+        d, lo, hi = _mean_over_models(tables, (score, b), one_model, min_per_class)
+        p = bootstrap_p_value(np.mean(captured, axis=0)) if captured else float("nan")
+        rows.append({"baseline": b, "difference": d, "lo": lo, "hi": hi, "p": p})
+    finite = [r for r in rows if np.isfinite(r["p"])]
+    for r, adj in zip(finite, benjamini_hochberg([r["p"] for r in finite]) if finite else []):
+        r["p_bh"] = float(adj)
+    for r in rows:
+        r.setdefault("p_bh", float("nan"))
+    return rows

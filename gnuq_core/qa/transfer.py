@@ -16,6 +16,11 @@ even when both models rank their own answers well.
   of its difference from the within-model one (paired: the same resampled target questions
   score both rules; the within-model rule is the out-of-fold flags, held fixed).
 * `mean_with_ci`, `mean_difference_with_ci`: the means over several transfers.
+* `classifier_transfer`: the paper's own protocol (its limitations section): a correctness
+  classifier, logistic regression on the uncertainty estimates (standardised on the source),
+  trained on one model's answers and evaluated on another's: its AUROC (below 0.5: the
+  relation inverts) and balanced accuracy on the target, with bootstrap intervals over the
+  target's questions.
 
 AUROC is invariant to any increasing map of the scores, so a transferred *ranking* is
 exactly as good as the within-model one: transfer fails, or not, only through the scale.
@@ -32,7 +37,7 @@ from gnuq_core.qa.auroc import auroc, balanced_accuracy
 from gnuq_core.stats import percentile_interval
 
 __all__ = ["fit_threshold", "fit_logistic", "cross_validated_flags", "cross_validated_balanced_accuracy",
-           "TransferResult", "transfer", "mean_with_ci", "mean_difference_with_ci"]
+           "TransferResult", "transfer", "mean_with_ci", "mean_difference_with_ci", "classifier_transfer"]
 
 
 def _arrays(score: Sequence[float], incorrect: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
@@ -215,3 +220,35 @@ def mean_difference_with_ci(results: Sequence[TransferResult]) -> tuple[float, f
     avg = np.mean([b[:m] for b in boots], axis=0)
     lo, hi = np.quantile(avg, [0.025, 0.975])
     return point, float(min(lo, point)), float(max(hi, point))
+
+
+def classifier_transfer(source: np.ndarray, source_incorrect: Sequence[float], target: np.ndarray,
+                        target_incorrect: Sequence[float], *, n_boot: int = 500, seed: int = 0) -> dict[str, float]:
+    """A logistic-regression correctness classifier on features ``source`` (rows: answers),
+    standardised with the source's mean and standard deviation, applied to ``target``.
+
+    Returns the target's ``auroc`` of the predicted P(wrong) and ``balanced_accuracy`` of its
+    0.5 decision, each with a 95 % percentile interval over ``n_boot`` resamples of the target's
+    questions (the classifier held fixed)."""
+    from sklearn.linear_model import LogisticRegression
+
+    xs, xt = np.asarray(source, float), np.asarray(target, float)
+    ys, yt = np.asarray(source_incorrect, bool), np.asarray(target_incorrect, bool)
+    if not (np.isfinite(xs).all() and np.isfinite(xt).all()):
+        raise ValueError("classifier features must be finite (use log10 of tiny gradient norms)")
+    mu, sd = xs.mean(0), np.where(xs.std(0) > 0, xs.std(0), 1.0)
+    clf = LogisticRegression().fit((xs - mu) / sd, ys)
+    prob = clf.predict_proba((xt - mu) / sd)[:, 1]
+    flags = prob > 0.5
+    rng = np.random.default_rng(seed)
+    aucs, bas = [], []
+    for _ in range(n_boot):
+        j = rng.integers(0, yt.size, yt.size)
+        if yt[j].all() or (~yt[j]).all():
+            continue
+        aucs.append(auroc(yt[j], prob[j]))
+        bas.append(balanced_accuracy(yt[j], flags[j]))
+    a, b = auroc(yt, prob), balanced_accuracy(yt, flags)
+    (alo, ahi), (blo, bhi) = percentile_interval(np.asarray(aucs), 0.95, a), percentile_interval(np.asarray(bas), 0.95, b)
+    return {"auroc": a, "auroc_lo": alo, "auroc_hi": ahi, "balanced_accuracy": b, "ba_lo": blo, "ba_hi": bhi,
+            "flagged": float(flags.mean())}

@@ -123,7 +123,7 @@ def test_every_value_the_page_glues_is_computed(ran) -> None:
 def test_tables_store_and_claims(ran) -> None:
     result, root = ran
     expected = {"agreement", "audit", "examples_truthfulqa", "examples_triviaqa", "accuracy", "lengths", "rho_p",
-                "rho_length", "auroc", "auroc_full", "ablation", "table2", "table2_models", "rho_epi_ptrue",
+                "rho_length", "auroc", "auroc_full", "ablation", "table2", "table2_models", "rho_epi_ptrue", "significance", "classifier_transfer",
                 "group_auroc", "group_epistemic_auroc", "variants",
                 "categories", "scales", *qa.CLAIM_TABLES}
     assert expected <= set(result.tables) <= expected | {"transfers"}

@@ -135,3 +135,18 @@ def test_auroc_measurement_differences_equal_the_separate_paired_differences():
     for name, got in m.details["auroc"].items():
         assert got == pytest.approx(headline.mean_auroc_over_models(list(tables.values()), name, min_per_class=30,
                                                                     n_boot=200, seed=4)[0], abs=1e-15)
+
+
+def test_paired_tests_adjust_over_the_baselines() -> None:
+    import numpy as np
+    import pandas as pd
+
+    from gnuq_core.qa.headline import paired_tests
+
+    rng = np.random.default_rng(0)
+    wrong = rng.uniform(size=300) < 0.5
+    t = pd.DataFrame({"incorrect": wrong.astype(int), "combined": rng.standard_normal(300) + 2.0 * wrong,
+                      "weak": rng.standard_normal(300) + 0.3 * wrong, "none": rng.standard_normal(300)})
+    rows = paired_tests([t, t], "combined", ["weak", "none"], min_per_class=10, n_boot=200, seed=0)
+    assert [r["baseline"] for r in rows] == ["weak", "none"]
+    assert all(r["difference"] > 0.2 and r["lo"] > 0 and r["p_bh"] <= 0.01 and r["p_bh"] >= r["p"] for r in rows)

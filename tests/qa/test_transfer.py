@@ -81,3 +81,22 @@ def test_fit_threshold_equals_the_candidate_by_candidate_definition_with_ties() 
             y = rng.random(n) < 0.3
             y[:2] = [True, False]
             assert fit_threshold(s, y) == _brute_force_threshold(s, y)
+
+
+def test_the_classifier_transfer_ranks_the_target_with_the_sources_fit() -> None:
+    import numpy as np
+
+    from gnuq_core.qa.transfer import classifier_transfer
+
+    rng = np.random.default_rng(0)
+    def model(n, sign, shift):
+        wrong = rng.uniform(size=n) < 0.5
+        x = np.column_stack([rng.standard_normal(n) + sign * 2.0 * wrong + shift, rng.uniform(0, 0.25, n)])
+        return x, wrong
+    xs, ys = model(300, 1.0, 0.0)
+    same, ysame = model(300, 1.0, 5.0)    # the same relation on another scale: ranking carries over
+    flip, yflip = model(300, -1.0, 0.0)   # the relation inverted
+    good = classifier_transfer(xs, ys, same, ysame, n_boot=100)
+    bad = classifier_transfer(xs, ys, flip, yflip, n_boot=100)
+    assert good["auroc_lo"] > 0.8 and good["flagged"] > 0.9  # a shifted scale: right ranking, wrong decisions
+    assert bad["auroc_hi"] < 0.3 and 0 <= bad["balanced_accuracy"] <= 0.5
