@@ -271,7 +271,9 @@ display(result.tables["agreement"])
 #
 # The NUTS references of these 40 settings are a campaign of their own (hours on two cores), filled
 # into the results store by `python -m gnuq_core.chapters.mcmc fill`; a build reads what is stored.
-# {glue:text}`t1_missing_words`
+# {glue:text}`t1_missing_words` A build re-fits a sample of their MAP fits; their NUTS references (two to
+# four minutes each) are checked one by one by `gnuq store verify 04 --all`, while every build re-samples
+# the NUTS kind through this chapter's own settings (the check above).
 
 # %%
 glue_figure("fig_t1_problems", mcmc.figure_problems(result, params))

@@ -526,14 +526,14 @@ def _classifier_transfer(p: Params, s: _Study, out: Result) -> None:
                 r = transfer.classifier_transfer(features(src), s.tables[src, d]["incorrect"], features(tgt),
                                                  s.tables[tgt, d]["incorrect"], n_boot=min(p.n_boot, 1000), seed=p.seed)
                 rows.append({"benchmark": NAMES[d], "trained on → evaluated on": f"{short(src)} → {short(tgt)}",
-                             "epistemic": norm, "AUROC": r["auroc"], "AUROC CI": ci_text(r["auroc_lo"], r["auroc_hi"]),
+                             "normalised": norm, "AUROC": r["auroc"], "AUROC CI": ci_text(r["auroc_lo"], r["auroc_hi"]),
                              "balanced accuracy": r["balanced_accuracy"], "BA CI": ci_text(r["ba_lo"], r["ba_hi"]),
                              "flagged": r["flagged"], "at chance or below": r["auroc_lo"] <= 0.5,
                              "inverted": r["auroc_hi"] < 0.5})
-    ct = pd.DataFrame(rows, columns=["benchmark", "trained on → evaluated on", "epistemic", "AUROC", "AUROC CI",
+    ct = pd.DataFrame(rows, columns=["benchmark", "trained on → evaluated on", "normalised", "AUROC", "AUROC CI",
                                      "balanced accuracy", "BA CI", "flagged", "at chance or below", "inverted"])
     out.tables["classifier_transfer"] = book.table(ct, {
-        "benchmark": "benchmark", "trained on → evaluated on": "trained on → evaluated on", "epistemic": "epistemic",
+        "benchmark": "benchmark", "trained on → evaluated on": "trained on → evaluated on", "normalised": "epistemic",
         "AUROC": ("AUROC", ".3f"), "AUROC CI": ("95% CI", "", True), "balanced accuracy": ("balanced accuracy", ".3f"),
         "BA CI": ("95% CI ", "", True), "flagged": ("flagged wrong", ".0%")},
         caption="A correctness classifier trained on one model, evaluated on the other")

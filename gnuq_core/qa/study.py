@@ -333,14 +333,15 @@ def store_file(config: Any, dataset: str, store: Store | None = None) -> Path:
 
 def fill(profile: str, dataset: str, models: Sequence[str] | None = None, *, overrides: Mapping[str, Any] | None = None,
          device: str = "cpu", threads: int | None = None, verify: int = 0, data_dir: str | Path | None = None,
-         store_root: Path | None = None, progress: bool = True, read_only: bool = False) -> dict[str, int]:
+         store_root: Path | None = None, progress: bool = True, read_only: bool = False,
+         verify_all: bool = False) -> dict[str, int]:
     """Compute chapter 06's records of ``dataset`` for ``models`` (default: the chapter's) as
     the chapter would, outside the notebook; returns the number of records per model.
 
     They go where the chapter's build of ``profile`` reads them (`gnuq_core.store.open_store`:
     the results store for the paper edition, the local cache otherwise; ``store_root``
     another folder). With ``read_only`` nothing is computed: the stored records are read and
-    checked (with ``GNUQ_STORE_VERIFY=all``, every one of them: ``verify``). Under ``torchrun
+    checked (with ``verify_all`` or ``GNUQ_STORE_VERIFY=all``, every one of them: ``verify``). Under ``torchrun
     --nproc-per-node N`` the work is sharded (`gnuq_core.repro.shards`): rank r computes
     the questions at positions ≡ r (mod N) of the chapter's seeded order into its own shard,
     and rank 0 merges the shards at the end. Resumable after a kill at any moment.
@@ -355,8 +356,10 @@ def fill(profile: str, dataset: str, models: Sequence[str] | None = None, *, ove
         dev = rank_device(world, device)
         for model in models or params["models"]:
             loaded = load_model(model, device=dev)
+            store = open_store(profile, root=store_root)
+            store.verify_all = store.verify_all or verify_all
             recs = run_dataset(loaded, items, _config(model, params), progress=progress,
-                               store=open_store(profile, root=store_root), verify=verify, world=world,
+                               store=store, verify=verify, world=world,
                                read_only=read_only)
             done[model] = len(recs)
             del loaded
@@ -405,7 +408,6 @@ def progress_table(rows: Sequence[tuple[str, str, Mapping[str, float]]], ranks: 
 
 def main(argv: Sequence[str] | None = None, prog: str = "gnuq study") -> int:
     """``gnuq study fill|merge|where|verify ...`` (see `fill`; also ``python -m gnuq_core.qa.study``)."""
-    import os
 
     parser = OneLineParser(prog=prog, description="Fill chapter 06's QA records outside the notebook (shardable with "
                                                   "torchrun --nproc-per-node N).")
@@ -441,8 +443,6 @@ def main(argv: Sequence[str] | None = None, prog: str = "gnuq study") -> int:
     def body() -> int:
         overrides = parse_overrides(args.overrides)
         if args.command in ("fill", "verify"):
-            if args.command == "verify":
-                os.environ["GNUQ_STORE_VERIFY"] = "all"
             # One process group for the whole command: under torchrun, destroying it after one
             # dataset and making it again for the next left both ranks waiting forever in a
             # barrier (seen on a two-dataset run, 2026-12-03).
@@ -451,7 +451,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "gnuq study") -> int:
                     done = fill(args.profile, dataset, args.model, overrides=overrides, device=args.device,
                                 threads=args.threads, verify=args.verify, data_dir=args.data_dir,
                                 store_root=args.store_root, progress=not args.no_progress,
-                                read_only=args.command == "verify")
+                                read_only=args.command == "verify", verify_all=args.command == "verify")
                     print(f"{dataset}: " + "; ".join(f"{m}: {n} records" for m, n in done.items()))
             return 0
 
