@@ -21,7 +21,6 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 import hashlib
-import importlib.metadata
 import json
 import os
 import platform
@@ -29,6 +28,8 @@ import re
 from contextlib import suppress
 from pathlib import Path
 from typing import Any, Mapping
+
+from gnuq_core.repro.provenance import package_versions
 
 try:
     import fcntl
@@ -151,13 +152,7 @@ def _openblas() -> str:
 
 
 def _versions() -> dict[str, str]:
-    out = {"python": platform.python_version()}
-    for name in VERSIONED:
-        try:
-            out[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            pass
-    return out
+    return {"python": platform.python_version(), **package_versions(VERSIONED)}
 
 
 def _cores() -> int:
