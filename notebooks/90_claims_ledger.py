@@ -47,8 +47,28 @@ glue_values(result)
 # *preview*, because smaller runs can reach a different verdict; the chapters say how
 # the verdicts depend on the settings.
 
-# %%
-display(result.tables["summary"])
+# %% [markdown]
+# (ledger-reproduction)=
+# ## The reproduction table
+#
+# Each claim as a reproduction report gives it: the paper's number, ours with its 95% interval,
+# the tolerance the claim's rule allows, and the verdict (✓ reproduced, ✗ not reproduced,
+# ? inconclusive, ◐ partly); each claim links to the section that measures it, and its card below
+# lists the readings we had to choose where the paper is silent.
+#
+# ```{glue} reproduction_table
+# ```
+#
+# (ledger-cells)=
+# ## The paper's tables, cell by cell
+#
+# Every cell of the paper's tables that a chapter of this build computes, with the paper's value,
+# ours (Table 1: median over seeds with its 95% interval, on the primary query set; Table 2: mean
+# ± two standard deviations over bootstrap runs and models) and the cell's verdict by the rule its
+# chapter fixed before computing it. Divergent cells are marked ✗; each cell links to its section.
+#
+# ```{glue} cells_tables
+# ```
 
 # %% [markdown]
 # ## Each claim, on its own

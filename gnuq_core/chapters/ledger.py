@@ -28,8 +28,12 @@ from gnuq_core.repro.paths import REPO_ROOT
 from gnuq_core.repro.provenance import PAPER_PROFILE, git_state, is_paper_edition
 from gnuq_core.repro.toc import toc_chapters
 
-__all__ = ["Params", "run", "claim_cards", "chapter_title", "glossary_anchor", "measured_text", "evidence_text",
-           "CHECK_TITLES"]
+__all__ = ["Params", "run", "claim_cards", "reproduction_table", "cells_table", "chapter_title", "glossary_anchor",
+           "measured_text", "evidence_text", "CHECK_TITLES", "MARKS"]
+
+MARKS = {claims.REPRODUCED: "✓", claims.NOT_REPRODUCED: "✗", claims.PARTLY: "◐", claims.INCONCLUSIVE: "?",
+         claims.NOT_MEASURED: "·", "beyond the paper": "+"}
+"""A verdict's mark: the reproduction tables stay readable in grey scale and on a phone."""
 
 CHECK_TITLES = {"xcheck-laplace": "Laplace / GGN variance and ‖∇p‖² against laplace-torch and plain autograd",
                 "xcheck-spectra": "Hessian spectra against scipy's eigsh and exact eigenvalues",
@@ -107,6 +111,8 @@ def claim_cards(rows: list[dict[str, Any]], profile: str, chapters: list[str]) -
             ("Evidence gate", f"{esc(gate)} <span class=\"gnuq-muted\">(the data must hold: "
                               f"{esc(r['gate']['rule'])})</span>"),
             ("Caveat", esc(r["note"] or "—")),
+            ("Our readings", "<ul>" + "".join(f"<li>{esc(d)}</li>" for d in r.get("deviations", [])) + "</ul>"
+             if r.get("deviations") else "—"),
             ("Rule", esc(r["rule"])),
             ("Rests on", terms),
             ("Measured in", where),
@@ -119,6 +125,69 @@ def claim_cards(rows: list[dict[str, Any]], profile: str, chapters: list[str]) -
             f'<p class="gnuq-claim-statement">{esc(r["statement"])} <span class="gnuq-muted">(paper: '
             f'{esc(r["paper"])})</span></p><dl>{body}</dl></section>')
     return f'<div class="gnuq-ledger">{"".join(cards)}</div>'
+
+
+def _link(owner: str, anchor: str, text: str, chapters: list[str]) -> str:
+    """``text`` linked to the section ``anchor`` of chapter ``owner`` (plain when it is not built)."""
+    return (f'<a href="{owner}.html#{anchor}">{html.escape(text)}</a>' if owner in chapters
+            else html.escape(text))
+
+
+def _repro_table(headers: list[str], rows: list[tuple[str, list[str]]], caption: str) -> str:
+    """A reproduction table: one ``<tr class="verdict-…">`` per row (cells already HTML); on a
+    phone each row becomes a block whose cells carry their header (``data-label``)."""
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    body = "".join(f'<tr class="{cls}">' + "".join(f'<td data-label="{html.escape(h)}">{c}</td>'
+                                                  for h, c in zip(headers, cells)) + "</tr>"
+                   for cls, cells in rows)
+    return (f'<table class="gnuq-repro"><caption>{html.escape(caption)}</caption><thead><tr>{head}</tr></thead>'
+            f"<tbody>{body}</tbody></table>")
+
+
+def _verdict_cell(verdict: str, profile: str) -> str:
+    return (f'<span class="gnuq-verdict"><span class="gnuq-mark">{MARKS.get(verdict, "")}</span> '
+            f'{html.escape(claims.verdict_label(verdict, profile))}</span>')
+
+
+def reproduction_table(rows: list[dict[str, Any]], profile: str, chapters: list[str]) -> str:
+    """Each claim as a reproduction report gives it: the paper's number, ours with its 95 %
+    interval, the tolerance (the rule), the verdict; each claim linked to its section."""
+    body = [(_verdict_class(r["verdict"]),
+             [_link(r["owner"], r["anchor"], r["id"], chapters), html.escape(r["paper"]),
+              html.escape(measured_text(r)), html.escape(claims.CLAIMS[r["id"]].tolerance),
+              _verdict_cell(r["verdict"], profile)]) for r in rows]
+    return _repro_table(["claim", "paper", "ours [95% CI]", "tolerance", "verdict"], body,
+                        "The paper's claims beside our measurements")
+
+
+def cells_table(table: str, cells: list[dict[str, Any]], profile: str, chapters: list[str]) -> str:
+    """One of the paper's tables cell by cell: paper | ours [interval] | verdict, divergent cells
+    marked (✗), each cell linked to the section that computes it; where the cells carry other
+    readings (``{"queries in-distribution": [value, lo, hi, verdict]}``), one column per reading."""
+    def interval(v: Any, lo: Any, hi: Any) -> str:
+        return "—" if v is None or v != v else f"{v:.2f} [{lo:.2f}, {hi:.2f}]"
+
+    readings = list(dict.fromkeys(name for c in cells for name in c.get("readings", {})))
+    body = []
+    for c in cells:
+        label = f"{c['column']} · {c['row']} · {c['statistic']}"
+        paper = "—" if c["paper"] is None else f"{c['paper']:.2f}"
+        other = []
+        for name in readings:
+            v, lo, hi, verdict = c.get("readings", {}).get(name, (None, None, None, ""))
+            other.append(html.escape(interval(v, lo, hi))
+                         + (f' <span class="gnuq-mark">{MARKS.get(verdict, "")}</span>' if verdict else ""))
+        body.append((_verdict_class(c["verdict"]) if c["verdict"] in claims.VERDICTS else "verdict-beyond",
+                     [_link(c["chapter"], c["anchor"], label, chapters), paper,
+                      html.escape(interval(c["ours"], c["lo"], c["hi"])),
+                      _verdict_cell(c["verdict"], profile) if c["verdict"] in claims.VERDICTS
+                      else html.escape(c["verdict"]), *other]))
+    judged = [c["verdict"] for c in cells if c["verdict"] in claims.VERDICTS]
+    counts = ", ".join(f"{judged.count(v)} {v}" for v in claims.VERDICTS if judged.count(v))
+    tolerance = cells[0]["tolerance"] if cells else ""
+    also = f"; the last column{'s' if len(readings) > 1 else ''}: another reading" if readings else ""
+    return _repro_table(["cell", "paper", "ours", "verdict", *readings], body,
+                        f"The paper's {table}, cell by cell: {counts} (reproduced if {tolerance}{also})")
 
 
 def _parts_table(rows: list[dict[str, Any]], profile: str, edition: str) -> Any:
@@ -163,6 +232,7 @@ def run(p: Params, profile: str, built_at: str = "") -> Result:
 
     chapters = toc_chapters()
     rows = claims.collect(chapters=chapters)
+    cells = claims.collect_cells(chapters=chapters)
     out = Result()
     for verdict in claims.VERDICTS:
         out.values[f"n_{verdict.replace(' ', '_')}"] = sum(r["verdict"] == verdict for r in rows)
@@ -178,7 +248,10 @@ def run(p: Params, profile: str, built_at: str = "") -> Result:
         # a PNG glued across pages would not be copied into the build)
         method_diagram=HTML(method_diagram_svg()),
         claim_cards=HTML(claim_cards(rows, profile, chapters)),
-        cross_check_links=HTML(_cross_check_links(rows, chapters)))
+        cross_check_links=HTML(_cross_check_links(rows, chapters)),
+        reproduction_table=HTML(reproduction_table(rows, profile, chapters)),
+        cells_tables=HTML("".join(cells_table(t, c, profile, chapters) for t, c in cells.items())
+                          or "<p>No chapter that computes one of the paper's tables is part of this build.</p>"))
     summary = pd.DataFrame({
         "claim": [f"{r['id']}" for r in rows],
         "verdict": [claims.verdict_label(r["verdict"], profile) for r in rows],

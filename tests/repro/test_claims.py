@@ -30,8 +30,8 @@ def test_every_claim_has_one_existing_owner_chapter() -> None:
 
 
 # Evidence that passes each claim's count gate (the rules' tests vary value and interval).
-ENOUGH = {"C1": {"seeds": 3, "settings": 12, "query_points": 900}, "C2": {"seeds": 3, "sizes": 7},
-          "C3": {"seeds": 3, "query_points": 900}, "C4": {"seeds": 30}, "C5": {"query_points": 200},
+ENOUGH = {"C1": {"seeds": 5, "settings": 12, "query_points": 900}, "C2": {"seeds": 3, "sizes": 7},
+          "C3": {"seeds": 5, "query_points": 900}, "C4": {"seeds": 30}, "C5": {"query_points": 200},
           "C6": {"models": 2, "correct": 200, "wrong": 600}, "C7": {"models": 2, "correct": 200, "wrong": 600},
           "C8": {"questions": 20, "rounds": 60}, "C9": {"transfers": 4, "correct": 200, "wrong": 600}}
 
@@ -48,31 +48,46 @@ def test_every_claim_has_test_evidence_and_a_gate_text() -> None:
 
 
 @pytest.mark.parametrize("claim, value, ci, verdict", [
+    # one rule for every threshold claim: wholly above, wholly below, or straddling (inconclusive)
     ("C1", 0.8, (0.7, 0.9), claims.REPRODUCED),
-    ("C1", 0.5, (0.4, 0.6), claims.PARTLY),
+    ("C1", 0.5, (0.4, 0.6), claims.INCONCLUSIVE),
     ("C1", 0.2, (0.1, 0.3), claims.NOT_REPRODUCED),
     ("C2", 0.10, (0.02, 0.2), claims.REPRODUCED),
-    ("C2", 0.05, (-0.05, 0.15), claims.PARTLY),
+    ("C2", 0.05, (-0.05, 0.15), claims.INCONCLUSIVE),
     ("C2", -0.15, (-0.18, -0.11), claims.NOT_REPRODUCED),
     ("C3", -0.03, (-0.06, 0.0), claims.REPRODUCED),
-    ("C3", -0.09, (-0.12, -0.06), claims.PARTLY),
-    ("C3", -0.11, (-0.13, -0.09), claims.NOT_REPRODUCED),
+    ("C3", -0.09, (-0.12, -0.06), claims.INCONCLUSIVE),
+    ("C3", -0.111, (-0.142, -0.075), claims.INCONCLUSIVE),  # the old card said "not reproduced" here
+    ("C3", -0.15, (-0.18, -0.12), claims.NOT_REPRODUCED),
     ("C4", 0.2, (0.1, 0.3), claims.REPRODUCED),
-    ("C4", 0.05, (-0.05, 0.15), claims.PARTLY),
+    ("C4", 0.05, (-0.05, 0.15), claims.INCONCLUSIVE),
     ("C4", -0.1, (-0.2, -0.05), claims.NOT_REPRODUCED),
     ("C5", 0.95, (0.92, 0.97), claims.REPRODUCED),
-    ("C5", 0.91, (0.85, 0.95), claims.PARTLY),
+    ("C5", 0.91, (0.85, 0.95), claims.INCONCLUSIVE),
     ("C5", 0.6, (0.5, 0.7), claims.NOT_REPRODUCED),
     ("C8", 60.0, (50.0, 70.0), claims.REPRODUCED),
-    ("C8", 50.0, (40.0, 60.0), claims.PARTLY),
+    ("C8", 50.0, (40.0, 60.0), claims.INCONCLUSIVE),
     ("C8", 6.0, (5.0, 7.0), claims.NOT_REPRODUCED),
 ])
 def test_threshold_rules(claim: str, value: float, ci: tuple[float, float], verdict: str) -> None:
     assert claims.judge(m(claim, value, ci)) == verdict
 
 
+def test_a_straddling_interval_says_how_many_seeds_would_decide() -> None:
+    # C3 at -0.111 [-0.142, -0.075] with 5 seeds: the upper end is 0.036 above the point, the
+    # threshold 0.011 above it: about 5 * (0.036 / 0.011)^2 = 54 seeds
+    e = claims.CLAIMS["C3"]
+    x = m("C3", -0.111, (-0.142, -0.075))
+    reason = claims.explain(e.rule, x, claims.judge(x))
+    assert reason.startswith("-0.111 [-0.142, -0.075]: the interval straddles -0.1; about 54 seeds (now 5)")
+    on = m("C1", 0.44, (0.3, 0.6))
+    assert "the point sits on the threshold" in claims.explain(claims.CLAIMS["C1"].rule, on, claims.judge(on))
+    wide = claims.assess(m("C1", 0.8, (0.45, 0.99)))
+    assert "interval too wide: 0.54 (allowed ≤ 0.3); about 17 seeds (now 5)" in wide.reason
+
+
 @pytest.mark.parametrize("claim, value, ci, evidence, reason", [
-    ("C1", 0.8, (0.7, 0.9), {"seeds": 2, "settings": 8, "query_points": 900}, "2 seeds (needs ≥ 3)"),
+    ("C1", 0.8, (0.7, 0.9), {"seeds": 2, "settings": 8, "query_points": 900}, "2 seeds (needs ≥ 5)"),
     ("C1", 0.8, (0.45, 0.99), ENOUGH["C1"], "interval too wide: 0.54"),   # would be "reproduced"
     ("C1", 0.5, (0.2, 0.9), ENOUGH["C1"], "interval too wide"),           # would be "partly"
     ("C2", 0.1, (0.05, 0.15), {"seeds": 3, "sizes": 2}, "2 sizes (needs ≥ 3)"),
@@ -160,7 +175,7 @@ def test_record_and_collect(generated: Path, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("GNUQ_CHAPTER", "04_mcmc_validation")
     entry = claims.record(m("C1", 0.8, (0.7, 0.9), settings={"width": 8}))
     assert entry["verdict"] == claims.REPRODUCED
-    assert entry["gate"]["passed"] and entry["width"] == pytest.approx(0.2) and entry["evidence"]["seeds"] == 3
+    assert entry["gate"]["passed"] and entry["width"] == pytest.approx(0.2) and entry["evidence"]["seeds"] == 5
     (generated / "04_mcmc_validation.provenance.json").write_text("{}")
     with pytest.raises(RuntimeError, match="did not report claim C3"):
         claims.collect(generated, chapters=["04_mcmc_validation"])
@@ -247,25 +262,25 @@ def test_every_verdict_comes_with_a_one_line_reason() -> None:
     assert a.verdict == "not reproduced"
     assert explain(PARTS["C7a"].rule, c7a, a.verdict) == (
         "the interval [0.294, 0.34] lies below the chance band [0.4, 0.6]: worse than chance, not near it")
-    c1 = Measurement("C1", 0.6, (0.4, 0.7))
-    assert explain(CLAIMS["C1"].rule, c1, "partly reproduced") == (
-        "the point 0.6 reaches 0.44, but the interval goes down to 0.4")
-    c2 = Measurement("C2", -0.02, (-0.05, 0.01))
+    c1 = Measurement("C1", 0.6, (0.4, 0.7), evidence={"seeds": 5})
+    assert explain(CLAIMS["C1"].rule, c1, "inconclusive") == (
+        "0.6 [0.4, 0.7]: the interval straddles 0.44; about 8 seeds (now 5) would decide it, if the point stays")
+    c2 = Measurement("C2", -0.02, (-0.05, -0.01))
     assert explain(CLAIMS["C2"].rule, c2, "not reproduced") == (
-        "-0.02 [-0.05, 0.01]: the point, though not the whole interval, lies below 0")
+        "-0.02 [-0.05, -0.01]: the whole interval lies below 0")
     diffs = {"differences": {"p_true": [-0.05, -0.08, -0.02], "semantic_entropy": [0.01, -0.01, 0.03]}}
     c6c = Measurement("C6c", -0.05, (-0.08, -0.02), details=diffs, evidence=ev)
     assert explain(PARTS["C6c"].rule, c6c, "not reproduced") == (
         "a method is significantly better (difference to it: p true -0.050 [-0.080, -0.020])")
-    assert explain(CLAIMS["C1"].rule, c1, "inconclusive", "too little data: 1 seeds (needs ≥ 3)") == (
-        "the data cannot decide: too little data: 1 seeds (needs ≥ 3)")
+    assert explain(CLAIMS["C1"].rule, c1, "inconclusive", "too little data: 1 seeds (needs ≥ 5)") == (
+        "the data cannot decide: too little data: 1 seeds (needs ≥ 5)")
 
 
 def test_record_keeps_the_reasons(generated: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from gnuq_core.repro.claims import Measurement, record
 
     monkeypatch.setenv("GNUQ_CHAPTER", "04_mcmc_validation")
-    e = record(Measurement("C1", 0.9, (0.8, 0.95), evidence={"seeds": 3, "settings": 4, "query_points": 50}))
+    e = record(Measurement("C1", 0.9, (0.8, 0.95), evidence={"seeds": 5, "settings": 4, "query_points": 50}))
     assert e["verdict"] == "reproduced" and e["reason"] == "the whole interval [0.8, 0.95] lies at or above 0.44"
 
 
