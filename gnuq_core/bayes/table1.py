@@ -27,8 +27,8 @@ from gnuq_core.bayes.reference import Setting
 from gnuq_core.bayes.synthetic import PROBLEMS, TABLE1
 from gnuq_core.stats import hierarchical_bootstrap, spearman_pair
 
-__all__ = ["ROWS", "REFERENCE", "RULE", "TOLERANCE", "MIN_SEEDS", "MAX_WIDTH", "Cell", "settings", "rows_of",
-           "cell_values", "summarise", "verdict"]
+__all__ = ["ROWS", "REFERENCE", "RULE", "TOLERANCE", "MIN_SEEDS", "MAX_WIDTH", "QUERIES", "PRIMARY_QUERIES",
+           "Cell", "settings", "rows_of", "cell_values", "summarise", "verdict", "pooled"]
 
 ROWS: dict[str, dict[str, str]] = {
     "classification": {"Epistemic (GN)": "iso_p", "Epistemic (LA)": "laplace_p", "Aleatoric": "aleatoric"},
@@ -47,6 +47,12 @@ RULE = (f"A cell is judged only with at least {MIN_SEEDS} seeds and a 95 % inter
         f" (otherwise inconclusive, saying what is missing); it is reproduced if the paper's value lies in our "
         f"interval or within {TOLERANCE:.2f} of our median, and not reproduced otherwise.")
 """The per-cell rule, fixed before the numbers are computed."""
+
+QUERIES = {"grid": "the wide grid the maps are drawn on (the training box and beyond)",
+           "in": "in-distribution points (drawn like the training inputs)"}
+"""The query sets a correlation can be taken over: the paper does not say which it used, so each is a reading."""
+PRIMARY_QUERIES = "grid"
+"""The declared primary reading: the grid of the paper's Figure 2 maps."""
 
 
 def settings(problems: Sequence[str], seeds: Sequence[int], model: Mapping[str, Any], nuts: NutsSettings,
@@ -133,3 +139,26 @@ def verdict(cell: Cell, paper: float | None) -> tuple[str, str]:
     if cell.lo <= paper <= cell.hi or abs(gap) <= TOLERANCE:
         return "reproduced", f"paper {paper:.2f}, ours {cell.median:.2f}"
     return "not reproduced", f"ours {abs(gap):.2f} {'above' if gap > 0 else 'below'} the paper's {paper:.2f}"
+
+
+def pooled(per_seed: Mapping[tuple[str, int], Mapping[tuple[str, str], tuple[float, np.ndarray]]],
+           problems: Sequence[str], row: str, minus: str | None = None, *, stat: str = "rho", how: str = "median",
+           n_boot: int, seed: int) -> tuple[float, tuple[float, float], int]:
+    """One claim's number over several Table 1 problems: the median (or mean) over every
+    (problem, seed) of ``row``'s ``stat`` (minus ``minus``'s, paired on the same resampled query
+    points), with a hierarchical bootstrap interval that keeps each problem and resamples its
+    seeds, then query points. ``per_seed`` maps (problem, seed) to `cell_values`. Returns
+    ``(value, interval, number of (problem, seed) settings)``."""
+    keys = [k for k in per_seed if k[0] in problems]
+    if not keys:
+        return float("nan"), (float("nan"), float("nan")), 0
+    values, boots = [], []
+    for k in keys:
+        v, b = per_seed[k][row, stat]
+        if minus is not None:
+            w, c = per_seed[k][minus, stat]
+            v, b = v - w, b - c
+        values.append(v), boots.append(b)
+    value, ci, _ = hierarchical_bootstrap(values, boots, [np.array([k[0] for k in keys]), np.array([k[1] for k in keys])],
+                                          [False, True], how=how, n_boot=n_boot, seed=seed)
+    return float(value), (float(ci[0]), float(ci[1])), len(keys)

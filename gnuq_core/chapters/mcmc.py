@@ -18,6 +18,7 @@ references are a campaign (``python -m gnuq_core.chapters.mcmc fill``, sharded u
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +49,7 @@ from gnuq_core.repro.claims import (
     Measurement,
     judge,
     record,
+    record_cells,
 )
 
 __all__ = ["Params", "run", "ESTIMATE_NAMES", "figure_cls_maps", "figure_reg_bands", "figure_overstate",
@@ -244,6 +246,11 @@ def mean_rho(long: Any, task: str, space: str, qname: str, ek: str) -> float:
                  ["rho"].mean())
 
 
+def _judged(m: Measurement) -> dict[str, str]:
+    """The verdict the ledger's rule gives ``m`` (the two own problems' view: shown, not recorded)."""
+    return {"verdict": judge(m)}
+
+
 def _claims(p: Params, runs: dict[tuple[str, int], dict[str, Any]], agree: dict, diag: Any, profile: str,
             out: Result) -> dict[str, Any]:
     """C1 (median ρ of the paper's estimate) and C3 (its ρ minus the Laplace baseline's),
@@ -301,7 +308,7 @@ def _claims(p: Params, runs: dict[tuple[str, int], dict[str, Any]], agree: dict,
                   model=dict(width=p.width, depth=p.depth, activation=p.activation, prior=p.prior, alpha=p.alpha),
                   n_train_cls=p.n_train_cls, n_train_reg=p.n_train_reg,
                   nuts=dict(num_warmup=p.num_warmup, num_samples=p.num_samples, num_chains=p.num_chains))
-    e1 = record(Measurement("C1", c1, c1_ci, settings=common,
+    e1 = _judged(Measurement("C1", c1, c1_ci, settings=common,
                             details=dict(per_setting=dict(zip(c1_labels, c1_vals)),
                                          logit_space_per_setting=dict(zip(c1_labels, c1_logit_vals)),
                                          logit_space_median=c1_logit, logit_space_ci=list(c1_logit_ci),
@@ -313,7 +320,7 @@ def _claims(p: Params, runs: dict[tuple[str, int], dict[str, Any]], agree: dict,
                                   f"{min(c1_vals):.2f}"),
                             evidence=c1_evidence))
     others = ("glm_laplace", "delta", "logit")
-    e3 = record(Measurement("C3", c3, c3_ci, settings=common,
+    e3 = _judged(Measurement("C3", c3, c3_ci, settings=common,
                             details=dict(baseline="GGN-Laplace, GLM predictive Var[σ(f)], f ~ N(f*, gᵀΣg) "
                                                   "(quadrature)",
                                          per_setting=dict(zip(c3_labels, c3_vals)),
@@ -433,8 +440,17 @@ def fill_table1(p: Params, store: Any, world: Any = None, progress: bool = True)
     return refs, local
 
 
+_QUERY_WORDS = {"grid": "grid", "in": "in-distribution"}
+"""Each query-set reading of `table1.QUERIES` in a word for sentences."""
+
+SHORT = {"reproduced": "✓ reproduced", "not reproduced": "✗ not reproduced", "inconclusive": "? inconclusive",
+         "beyond the paper": "beyond the paper"}
+"""A cell's verdict with a mark that survives a narrow screen."""
+
+
 def _table1(p: Params, store: Any, out: Result) -> None:
-    """Every cell of the paper's Table 1 that the stored seeds allow, beside the paper's value."""
+    """Every cell of the paper's Table 1 that the stored seeds allow, beside the paper's value,
+    under each query-set reading (`table1.QUERIES`; the primary first)."""
     import pandas as pd
     from tqdm.auto import tqdm
 
@@ -443,36 +459,123 @@ def _table1(p: Params, store: Any, out: Result) -> None:
     runs = {key: evaluate(s, reference_summary=refs[setting_id(s)], local=local[setting_id(s)])
             for key, s in tqdm(jobs.items(), desc="Table 1 settings")
             if setting_id(s) in refs and setting_id(s) in local}
+    per_seed = {q: {k: table1.cell_values(r, k[0], q, n_boot=p.n_boot, seed=k[1]) for k, r in runs.items()}
+                for q in table1.QUERIES}
     rows = []
     for name in p.table1_problems:
         seeds = [s for (prob, s) in runs if prob == name]
-        per_seed = {s: table1.cell_values(runs[name, s], name, n_boot=p.n_boot, seed=s) for s in seeds}
         for row in table1.rows_of(name):
             for stat in ("r", "rho"):
-                cell = table1.summarise([per_seed[s][row, stat][0] for s in seeds],
-                                        [per_seed[s][row, stat][1] for s in seeds], seeds, n_boot=p.n_boot,
-                                        seed=p.seed)
                 want = paper.value("1", row, "", stat, problem=name)
-                verdict, why = table1.verdict(cell, want)
-                rows.append({"problem": PROBLEMS[name].paper, "estimate": row, "statistic": "r" if stat == "r" else "ρ",
-                             "paper": want, "ours": cell.median, "lo": cell.lo, "hi": cell.hi, "seeds": cell.seeds,
-                             "verdict": verdict, "why": why, "key": name})
+                entry = {"problem": PROBLEMS[name].paper, "estimate": row, "statistic": "r" if stat == "r" else "ρ",
+                         "paper": want, "key": name, "row": row, "stat": stat}
+                for q in table1.QUERIES:
+                    cell = table1.summarise([per_seed[q][name, s][row, stat][0] for s in seeds],
+                                            [per_seed[q][name, s][row, stat][1] for s in seeds], seeds,
+                                            n_boot=p.n_boot, seed=p.seed)
+                    verdict, why = table1.verdict(cell, want)
+                    entry.update({f"ours_{q}": cell.median, f"lo_{q}": cell.lo, f"hi_{q}": cell.hi,
+                                  f"verdict_{q}": verdict, f"why_{q}": why, "seeds": cell.seeds})
+                rows.append(entry)
     cells = pd.DataFrame(rows)
-    shown = cells.assign(ours=[f"{m:.2f} [{lo:.2f}, {hi:.2f}]" if n else "—" for m, lo, hi, n in
-                               zip(cells["ours"], cells["lo"], cells["hi"], cells["seeds"])],
-                         paper=["—" if v is None or v != v else f"{v:.2f}" for v in cells["paper"]])
-    out.tables["table1"] = book.table(shown[["problem", "estimate", "statistic", "paper", "ours", "verdict"]], {
+    primary = table1.PRIMARY_QUERIES
+    cells["ours"], cells["lo"], cells["hi"], cells["verdict"], cells["why"] = (
+        cells[f"ours_{primary}"], cells[f"lo_{primary}"], cells[f"hi_{primary}"], cells[f"verdict_{primary}"],
+        cells[f"why_{primary}"])
+
+    def shown(q: str) -> list[str]:
+        return [f"{m:.2f} [{lo:.2f}, {hi:.2f}] {SHORT[v].split(' ')[0]}" if n else "—" for m, lo, hi, v, n in
+                zip(cells[f"ours_{q}"], cells[f"lo_{q}"], cells[f"hi_{q}"], cells[f"verdict_{q}"], cells["seeds"])]
+
+    view = cells.assign(paper=["—" if v is None or v != v else f"{v:.2f}" for v in cells["paper"]],
+                        grid=shown("grid"), inside=shown("in"))
+    out.tables["table1"] = book.table(view[["problem", "estimate", "statistic", "paper", "grid", "inside"]], {
         "problem": "problem", "estimate": "estimate", "statistic": "", "paper": "paper",
-        "ours": ("ours: median over seeds [95 % CI]", "", True), "verdict": "verdict"},
-        caption="The paper's Table 1 beside ours, cell by cell")
+        "grid": ("ours, grid: median [95 % CI] (primary)", "", True),
+        "inside": ("ours, in-distribution: median [95 % CI]", "", True)},
+        caption="The paper's Table 1 beside ours, cell by cell (✓ reproduced, ✗ not, ? inconclusive)")
     judged = cells[cells["paper"].notna()]
-    counts = judged["verdict"].value_counts()
+    counts = {q: judged[f"verdict_{q}"].value_counts() for q in table1.QUERIES}
+    same = int((judged["verdict_grid"] == judged["verdict_in"]).sum())
+    gap = {q: float((judged[f"ours_{q}"] - judged["paper"]).abs().mean()) for q in table1.QUERIES}
+    closer, farther = sorted(gap, key=gap.get)
     out.values.update(
         t1_rule=table1.RULE, t1_cells=int(len(judged)), t1_settings=int(len(runs)), t1_wanted=int(len(jobs)),
-        t1_reproduced=int(counts.get("reproduced", 0)), t1_not=int(counts.get("not reproduced", 0)),
-        t1_inconclusive=int(counts.get("inconclusive", 0)), t1_seeds_wanted=p.table1_seeds,
-        t1_missing_words=_missing_words(p, runs, jobs))
-    out.data.update(table1_cells=cells, table1_runs=runs)
+        t1_reproduced=int(counts[primary].get("reproduced", 0)), t1_not=int(counts[primary].get("not reproduced", 0)),
+        t1_inconclusive=int(counts[primary].get("inconclusive", 0)),
+        t1_in_reproduced=int(counts["in"].get("reproduced", 0)), t1_in_not=int(counts["in"].get("not reproduced", 0)),
+        t1_in_inconclusive=int(counts["in"].get("inconclusive", 0)), t1_same=same,
+        t1_gap_grid=gap["grid"], t1_gap_in=gap["in"],
+        t1_closer=(f"Overall the {_QUERY_WORDS[closer]} cells lie closer to the paper's values: they differ from "
+                   f"them by {gap[closer]:.2f} on average, the {_QUERY_WORDS[farther]} ones by {gap[farther]:.2f}"
+                   if gap[closer] == gap[closer] else "With no cell computed, neither reading can be set against "
+                                                      "the paper's values yet"),
+        t1_seeds_wanted=p.table1_seeds, t1_missing_words=_missing_words(p, runs, jobs))
+    record_cells("Table 1", [
+        {"column": r.problem, "row": r.estimate, "statistic": r.statistic,
+         "paper": r.paper, "ours": r.ours, "lo": r.lo, "hi": r.hi, "seeds": r.seeds, "verdict": r.verdict,
+         "why": r.why, "tolerance": f"±{table1.TOLERANCE:.2f} or in our CI", "anchor": "table-1",
+         "readings": {"ours, in-distribution queries": [r.ours_in, r.lo_in, r.hi_in, r.verdict_in]}}
+        for r in judged.itertuples()])
+    out.data.update(table1_cells=cells, table1_runs=runs, table1_per_seed=per_seed)
+
+
+def _table1_claims(p: Params, profile: str, out: Result) -> None:
+    """C1 and C3 on the Table 1 cells: C1 the median GN ρ over the six classification problems,
+    C3 GN ρ − LA ρ over the binary problems (the paper's LA rows in classification); each under
+    both query-set readings (the primary recorded, the other as a reading), and C3 also over all
+    six classification problems (multiclass LA is ours, beyond the paper)."""
+    per_seed, runs = out.data["table1_per_seed"], out.data["table1_runs"]
+    cls = [n for n in p.table1_problems if PROBLEMS[n].task != "regression"]
+    binary = [n for n in cls if PROBLEMS[n].task == "classification"]
+    n_query = min((len(r["q"][q]["ref"]["var_p"]) for (n, _), r in runs.items() if n in cls for q in table1.QUERIES),
+                  default=0)
+
+    def measure(claim: str, problems: list[str], q: str, minus: str | None, how: str) -> Measurement:
+        v, ci, n = table1.pooled(per_seed[q], problems, "Epistemic (GN)", minus, how=how, n_boot=p.n_boot,
+                                 seed=p.seed)
+        seeds = min((sum(k[0] == name for k in per_seed[q]) for name in problems), default=0)
+        if n == 0:  # nothing stored yet: a placeholder the gate refuses
+            v, ci = 0.0, (-1.0, 1.0)
+        return Measurement(claim, v, ci, evidence={"seeds": seeds, "settings": len({k[0] for k in per_seed[q]
+                                                                                     if k[0] in problems}),
+                                                   "query_points": n_query})
+
+    common = dict(profile=profile, problems=p.table1_problems, seeds=p.table1_seeds,
+                  model=dict(width=p.width, depth=p.depth, activation=p.activation, prior=p.prior, alpha=p.alpha),
+                  nuts=dict(num_warmup=p.num_warmup, num_samples=p.num_samples, num_chains=p.num_chains))
+    c1 = {q: measure("C1", cls, q, None, "median") for q in table1.QUERIES}
+    c3 = {f"queries={q}, problems={which}": measure("C3", probs, q, "Epistemic (LA)", "mean")
+          for q in table1.QUERIES for which, probs in (("binary (the paper's LA cells)", binary),
+                                                       ("all six classification", cls))}
+    primary = table1.PRIMARY_QUERIES
+    c3_primary = f"queries={primary}, problems=binary (the paper's LA cells)"
+    cells = out.data["table1_cells"]
+    gn = cells[(cells.key.isin(cls)) & (cells.row == "Epistemic (GN)") & (cells.stat == "rho")]
+    lowest = gn.loc[gn.ours.idxmin()] if len(gn) and gn.ours.notna().any() else None
+    per_problem = {r.problem: [r.ours, r.lo, r.hi, r.paper] for r in gn.itertuples()}
+    m1 = c1[primary]
+    e1 = record(dataclasses.replace(m1, settings=common, details=dict(
+        per_problem=per_problem, queries=primary, interval="hierarchical bootstrap: each problem kept, its seeds "
+                                                           "resampled, then query points"),
+                note=(f"on in-distribution queries the median is {c1['in'].value:.2f} "
+                      f"[{c1['in'].ci[0]:.2f}, {c1['in'].ci[1]:.2f}]"
+                      + (f"; lowest problem on the grid: {lowest.problem} ρ {lowest.ours:.2f} (paper {lowest.paper:.2f})"
+                         if lowest is not None else ""))),
+                readings={f"queries={q}": {"C1": m} for q, m in c1.items()}, primary=f"queries={primary}")
+    m3 = c3[c3_primary]
+    e3 = record(dataclasses.replace(m3, settings=common, details=dict(
+        baseline="the paper's LA row: exact-Hessian Laplace, delta method (gᵀH⁻¹g)", queries=primary,
+        interval="hierarchical bootstrap: each problem kept, its seeds resampled, then query points (paired)"),
+                note="readings: " + "; ".join(f"{k}: {m.value:+.3f} [{m.ci[0]:+.3f}, {m.ci[1]:+.3f}]"
+                                              for k, m in c3.items() if k != c3_primary)),
+                readings={k: {"C3": m} for k, m in c3.items()}, primary=c3_primary)
+    out.values.update(
+        t1c1=m1.value, t1c1_lo=m1.ci[0], t1c1_hi=m1.ci[1], t1c1_verdict=e1["verdict"], t1c1_reason=e1["reason"],
+        t1c1_in=c1["in"].value, t1c1_in_lo=c1["in"].ci[0], t1c1_in_hi=c1["in"].ci[1],
+        t1c1_robust=e1["robustness"]["text"],
+        t1c3=m3.value, t1c3_lo=m3.ci[0], t1c3_hi=m3.ci[1], t1c3_verdict=e3["verdict"], t1c3_reason=e3["reason"],
+        t1c3_robust=e3["robustness"]["text"])
 
 
 def _missing_words(p: Params, runs: dict, jobs: dict) -> str:
@@ -494,6 +597,7 @@ def run(p: Params, store: Any, profile: str) -> Result:
 
     out = Result()
     _table1(p, store, out)
+    _table1_claims(p, profile, out)
     runs = _evaluate(p, store, out)
     diag = _diagnostics(runs, out)
     _overstatement(p, runs, out)

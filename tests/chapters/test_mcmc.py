@@ -6,6 +6,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import json  # noqa: E402
+
 import pytest  # noqa: E402
 
 from gnuq_core.chapters import mcmc  # noqa: E402
@@ -40,7 +42,14 @@ def test_references_estimates_comparisons_and_claims(ran) -> None:
     # the paper edition reads Table 1 only from the store: an empty one computes nothing and says what is missing
     assert v['t1_settings'] == 0 and v["t1_wanted"] == 40 and v["t1_inconclusive"] == v["t1_cells"] == 38
     assert "0 of 40 settings are stored" in v["t1_missing_words"] and "mcmc fill" in v["t1_missing_words"]
+    assert v["t1_closer"].startswith("With no cell computed")
     assert "Where the isotropic estimate works" in result.tables["where_it_works"].data
+    # C1 and C3 are judged on the Table 1 cells: with nothing stored, the gate says what is missing
+    recorded = json.loads(claims)
+    assert recorded["C1"]["verdict"] == recorded["C3"]["verdict"] == "inconclusive"
+    assert "0 seeds (needs ≥ 5)" in recorded["C1"]["reason"]
+    assert [r["reading"] for r in recorded["C1"]["readings"]] == ["queries=grid", "queries=in"]
+    assert len(recorded["C3"]["readings"]) == 4
 
 
 def test_the_figures_draw(ran) -> None:
@@ -71,6 +80,20 @@ def test_table1_cells_from_computed_settings_beside_the_papers_values(tmp_path, 
     empty = mcmc.figure_table1_maps(out, p, "binary_rings")
     assert "not in this build" in "".join(t.get_text() for ax in empty.axes for t in ax.texts)
     assert mcmc.figure_problems(out, p).axes
+    # both query-set readings per cell, the primary (grid) as "ours"; the cells go to the ledger
+    assert (cells["ours"] == cells["ours_grid"]).all() and cells["ours_in"].between(-1, 1).all()
+    judged = cells[cells["paper"].notna()]
+    gaps = {q: (judged[f"ours_{q}"] - judged["paper"]).abs().mean() for q in ("grid", "in")}
+    assert out.values["t1_gap_grid"] == pytest.approx(gaps["grid"]) and out.values["t1_gap_in"] == pytest.approx(gaps["in"])
+    closer = "grid" if gaps["grid"] <= gaps["in"] else "in-distribution"
+    assert out.values["t1_closer"].startswith(f"Overall the {closer} cells lie closer")
+    assert "in-distribution" in out.tables["table1"].plain
+    ledger_cells = json.loads((tmp_path / "out" / "04_mcmc_validation.cells.json").read_text())["Table 1"]
+    assert len(ledger_cells) == 10 and {c["anchor"] for c in ledger_cells} == {"table-1"}
+    mcmc._table1_claims(p, "smoke", out)
+    c1 = json.loads((tmp_path / "out" / "04_mcmc_validation.claims.json").read_text())["C1"]
+    assert c1["evidence"] == {"seeds": 1, "settings": 2, "query_points": 10} and "1 seeds (needs ≥ 5)" in c1["reason"]
+    assert -1 <= out.values["t1c1"] <= 1 and out.values["t1c1_verdict"] == "inconclusive"
 
 
 def test_the_plain_prior_drops_the_duplicate_estimate() -> None:
