@@ -22,6 +22,9 @@ import numpy as np
 
 from gnuq_core import stats as metrics
 from gnuq_core.bayes.mcmc import NutsSettings
+from gnuq_core.bayes import table1
+from gnuq_core.bayes.synthetic import PROBLEMS as SYNTHETIC
+from gnuq_core.bayes.synthetic import TABLE1
 from gnuq_core.bayes.validation import (
     PAPER_ESTIMATE,
     Setting,
@@ -36,7 +39,8 @@ from gnuq_core.options import Rule
 from gnuq_core.repro import display as book
 from gnuq_core.repro.claims import C1_MIN_RHO, Measurement, judge, record
 
-__all__ = ["Params", "run", "grid", "settings", "figure_scaling", "figure_ntk", "PROBLEMS", "TARGET_ACCEPT"]
+__all__ = ["Params", "run", "grid", "settings", "trend_setups", "figure_scaling", "figure_ntk", "figure_trend",
+           "PROBLEMS", "TARGET_ACCEPT"]
 
 PROBLEMS = ("two_moons", "gap_regression")
 TARGET_ACCEPT = {"two_moons": 0.8, "gap_regression": 0.95}
@@ -65,6 +69,13 @@ class Params(BnnParams):
     deep_widths: list[int] = param([4, 16, 64], COUNT, "widths also run at depths 2 and 3; empty means all widths")
     priors: list[str] = param(list(PRIORS), Rule(choices=PRIORS, nonempty=True),
                               "plain (α·I) and/or fan_in (variance 1/fan-in) priors")
+    trend_problems: list[str] = param(list(TABLE1), Rule(choices=tuple(TABLE1), nonempty=True),
+                                      "the paper's Table 1 problems whose size trend is measured (claim C2)")
+    trend_widths: list[int] = param([8, 16, 32, 64], SIZES, "widths of the size trend (chapter 04's Table 1 setup "
+                                                            "in this profile otherwise: depth, prior, NUTS, data)")
+    trend_seeds: int = param(5, COUNT, "seeds per problem and width of the size trend (chapter 04's seeds)")
+    trend_compute: bool = param(False, None, "compute missing trend items in the build (previews; the paper edition "
+                                             "reads what the campaign stored)")
 
 
 def grid(p: Params) -> list[tuple[str, str, int, int, int]]:
@@ -325,32 +336,124 @@ def _by_size(p: Params, df: Any, boots: dict[str, list[np.ndarray]], out: Result
 
 
 def _claim(p: Params, df: Any, boots: dict[str, list[np.ndarray]], trends: Any, undefined_settings: Any,
-           profile: str, out: Result) -> None:
-    """C2: the pooled slope of ρ per decade of parameters, with its hierarchical interval."""
+           trend: dict[str, Measurement], profile: str, out: Result) -> None:
+    """C2 on the size trend of the paper's eight problems (the primary query set), with the other
+    query set and this chapter's own grid (two moons, gap regression) as readings."""
     pooled = trends[(trends.problem == "all") & (trends.measure == "rho")].iloc[0]
     # for comparison: the interval that resamples only seeds (all series at once) and query points
     t_seeds = metrics.trend(df.log10_params, df.rho, df.seed, boots=[boots["rho"][i] for i in df.index], seed=p.seed,
                             n_boot=1000)
     n_rep = int((trends.verdict == "reproduced").sum())
-    per_subset = {f"{r.problem}/{r.prior}/{r.queries}/{r.measure}": [r.slope, r.lo, r.hi, r.verdict]
-                  for r in trends.itertuples() if r.problem != "all"}
-    e2 = record(Measurement(
-        "C2", float(pooled.slope), (float(pooled.lo), float(pooled.hi)),
-        settings=dict(profile=profile, seeds=p.seeds, problems=p.problems, widths=p.widths, depths=p.depths,
-                      deep_widths=p.deep_widths or p.widths, priors=p.priors,
-                      nuts=dict(num_warmup=p.num_warmup, num_samples=p.num_samples, num_chains=p.num_chains)),
-        details=dict(per_subset=per_subset, n_params=sorted(set(df.n_params.tolist())),
-                     undefined_settings=undefined_settings.to_dict("records"),
-                     interval="hierarchical bootstrap: series (problem × prior × depth × query set), "
-                              "then seeds at each size, then query points",
-                     n_series=int(pooled.series), seeds_only_ci=list(t_seeds.slope_ci)),
-        note=(f"{n_rep} of {len(trends)} per-subset slopes are 'reproduced' (see the "
-              "trend table in chapter 05: logit space and the prior-weighted norm behave "
-              "differently from the paper's probability-space quantity)"),
-        evidence=evidence(df)))
-    out.values.update(c2=float(pooled.slope), c2_lo=float(pooled.lo), c2_hi=float(pooled.hi), c2_verdict=e2["verdict"],
+    own = Measurement("C2", float(pooled.slope), (float(pooled.lo), float(pooled.hi)), evidence=evidence(df))
+    primary = f"problems=Table 1, queries={table1.PRIMARY_QUERIES}"
+    readings = {f"problems=Table 1, queries={q}": {"C2": m} for q, m in trend.items()}
+    readings["problems=two moons and gap, queries=both"] = {"C2": own}
+    m = trend[table1.PRIMARY_QUERIES]
+    e2 = record(dataclasses.replace(
+        m, settings=dict(profile=profile, problems=p.trend_problems, widths=p.trend_widths, seeds=p.trend_seeds,
+                         setup="chapter 04's Table 1 parameters in this profile, at each width"),
+        details=dict(own_grid=dict(slope=own.value, ci=list(own.ci), problems=p.problems, widths=p.widths,
+                                   depths=p.depths, priors=p.priors, seeds_only_ci=list(t_seeds.slope_ci),
+                                   subsets_reproduced=f"{n_rep} of {len(trends)}"),
+                     interval="hierarchical bootstrap: each problem kept, its seeds resampled (a seed's curve over "
+                              "widths together), then query points"),
+        note=(f"{out.values['trend_up']} of {out.values['trend_n_problems']} problems rise and "
+              f"{out.values['trend_down']} fall by C2's rule on the grid; on this chapter's own grid (two moons, gap) "
+              f"the slope is {own.value:+.3f} [{own.ci[0]:+.3f}, {own.ci[1]:+.3f}]")),
+        readings=readings, primary=primary)
+    out.values.update(c2=float(pooled.slope), c2_lo=float(pooled.lo), c2_hi=float(pooled.hi), c2_verdict=judge(own),
                       c2_seeds_lo=float(t_seeds.slope_ci[0]), c2_seeds_hi=float(t_seeds.slope_ci[1]),
-                      c2_n_series=int(pooled.series), c2_subsets_reproduced=f"{n_rep} of {len(trends)}")
+                      c2_n_series=int(pooled.series), c2_subsets_reproduced=f"{n_rep} of {len(trends)}",
+                      c2_table1=m.value, c2_table1_lo=m.ci[0], c2_table1_hi=m.ci[1], c2_table1_verdict=e2["verdict"],
+                      c2_table1_reason=e2["reason"], c2_robust=e2["robustness"]["text"])
+
+
+def trend_setups(p: Params, profile: str) -> dict[int, Any]:
+    """Per width of ``p.trend_widths``, chapter 04's parameters in ``profile`` (its Table 1 setup)
+    at that width, for ``p.trend_problems`` and ``p.trend_seeds`` seeds: width 32 of the paper
+    edition is Table 1 itself, so its items are shared."""
+    from gnuq_core.chapters import mcmc
+
+    base = mcmc.Params.for_profile(profile)
+    return {w: dataclasses.replace(base, width=w, table1_problems=list(p.trend_problems),
+                                   table1_seeds=p.trend_seeds, table1_compute=p.trend_compute)
+            for w in p.trend_widths}
+
+
+def _trend_cells(p: Params, store: Any, profile: str, out: Result) -> Any:
+    """GN's ρ and r with the reference for every stored (problem, width, seed) of the size trend,
+    on each query set (`table1.QUERIES`), with each ρ's query-point replicates."""
+    import pandas as pd
+    from tqdm.auto import tqdm
+
+    from gnuq_core.chapters import mcmc
+
+    rows, wanted = [], 0
+    for w, q in trend_setups(p, profile).items():
+        jobs = mcmc.table1_settings(q)
+        wanted += len(jobs)
+        refs, local = mcmc.fill_table1(q, store, progress=False)
+        for (name, s), setting in tqdm(jobs.items(), desc=f"trend, width {w}"):
+            sid = setting_id(setting)
+            if sid not in refs or sid not in local:
+                continue
+            r = evaluate(setting, reference_summary=refs[sid], local=local[sid])
+            for qname in table1.QUERIES:
+                cells = table1.cell_values(r, name, qname, n_boot=p.n_boot, seed=s)
+                rho, boot = cells["Epistemic (GN)", "rho"]
+                rows.append(dict(problem=name, width=w, seed=s, queries=qname, n_params=r["n_params"], rho=rho,
+                                 boot=boot, r=cells["Epistemic (GN)", "r"][0]))
+    df = pd.DataFrame(rows, columns=["problem", "width", "seed", "queries", "n_params", "rho", "boot", "r"])
+    stored = int(len(df) // max(len(table1.QUERIES), 1))
+    out.values.update(trend_stored=stored, trend_wanted=wanted, trend_widths=", ".join(map(str, p.trend_widths)),
+                      trend_n_problems=len(p.trend_problems), trend_seeds=p.trend_seeds)
+    return df
+
+
+def _trend_measure(p: Params, df: Any) -> Measurement:
+    """C2 on ``df`` (one query set): the slope of GN's ρ per decade of parameters, pooled over the
+    problems (each kept), its interval resampling each problem's seeds (a seed's curve over
+    widths stays together: its data set is shared), then query points."""
+    df = df[np.isfinite(df.rho)]
+    ev = {"seeds": int(df.groupby("problem").seed.nunique().min()) if len(df) else 0,
+          "sizes": int(df.groupby("problem").width.nunique().min()) if len(df) else 0}
+    if len(df) < 2 or df.n_params.nunique() < 2:
+        return Measurement("C2", 0.0, (-1.0, 1.0), evidence=ev)  # nothing to fit: the gate refuses it
+    t = metrics.hierarchical_trend(np.log10(df.n_params), df.rho, [df.problem, df.seed, df.width],
+                                   [False, True, False], boots=list(df.boot), seed=p.seed, n_boot=1000)
+    return Measurement("C2", float(t.slope), (float(t.slope_ci[0]), float(t.slope_ci[1])), evidence=ev)
+
+
+def _trend(p: Params, store: Any, profile: str, out: Result) -> dict[str, Measurement]:
+    """The size trend on the paper's eight problems: per problem and query set, GN's ρ by width
+    and its slope per decade of parameters with its interval and C2's rule; pooled slopes per
+    query set (the C2 readings)."""
+    import pandas as pd
+
+    df = _trend_cells(p, store, profile, out)
+    rows = []
+    for (name, qname), g in df.groupby(["problem", "queries"], sort=False):
+        m = _trend_measure(p, g)
+        by_width = g.groupby("width").rho.mean()
+        rows.append(dict(problem=SYNTHETIC[name].paper, queries=qname,
+                         **{f"w{w}": by_width.get(w, np.nan) for w in p.trend_widths},
+                         slope=f"{m.value:+.3f} [{m.ci[0]:+.3f}, {m.ci[1]:+.3f}]", verdict=judge(m)))
+    table = pd.DataFrame(rows)
+    if len(table):
+        out.tables["trend"] = book.table(table, {
+            "problem": "problem", "queries": "queries",
+            **{f"w{w}": (f"ρ, width {w}", ".2f") for w in p.trend_widths},
+            "slope": ("slope per decade [95% CI]", "", True), "verdict": ("C2's rule", "", True)},
+            caption="GN's ρ with the HMC variance by width (mean over seeds) and its slope per decade of parameters")
+    pooled = {qname: _trend_measure(p, df[df.queries == qname]) for qname in table1.QUERIES}
+    for qname, m in pooled.items():
+        out.values.update({f"trend_{qname}": m.value, f"trend_{qname}_lo": m.ci[0], f"trend_{qname}_hi": m.ci[1],
+                           f"trend_{qname}_verdict": judge(m)})
+    n_up = sum(1 for r in rows if r["queries"] == table1.PRIMARY_QUERIES and r["verdict"] == "reproduced")
+    n_down = sum(1 for r in rows if r["queries"] == table1.PRIMARY_QUERIES and r["verdict"] == "not reproduced")
+    out.values.update(trend_up=n_up, trend_down=n_down)
+    out.data.update(trend=df)
+    return pooled
 
 
 def run(p: Params, store: Any, profile: str) -> Result:
@@ -383,7 +486,8 @@ def run(p: Params, store: Any, profile: str) -> Result:
     _worst(df, results, out)
     _tangent_kernel(df, out)
     _by_size(p, df, boots, out)
-    _claim(p, df, boots, trends, undefined_settings, profile, out)
+    trend = _trend(p, store, profile, out)
+    _claim(p, df, boots, trends, undefined_settings, trend, profile, out)
     out.data.update(df=df)
     return out
 
@@ -453,4 +557,42 @@ def figure_ntk(result: Result, p: Params) -> Any:
         _size_axis(ax, df)
     legend_ax.axis("off")
     legend_ax.legend(*axes[0].get_legend_handles_labels(), loc="center", title="prior, depth, queries")
+    return fig
+
+
+def figure_trend(result: Result, p: Params) -> Any:
+    """GN's ρ with the HMC variance against the number of parameters, one panel per Table 1
+    problem: mean over seeds with the seeds' range, on the grid (solid) and in-distribution
+    points (dashed); a problem with nothing stored says so."""
+    df = result.data["trend"]
+    n = len(p.trend_problems)
+    fig, axes = book.subplots((n + 1) // 2, 2, panel_height=2.3, squeeze=False, sharey=True)
+    styles = {"grid": dict(ls="-", marker="o", color="tab:blue"), "in": dict(ls="--", marker="s", color="tab:orange")}
+    for ax, name in zip(axes.ravel(), p.trend_problems):
+        sub = df[df.problem == name]
+        for qname, style in styles.items():
+            g = sub[sub.queries == qname].groupby("n_params").rho.agg(["mean", "min", "max"]).reset_index()
+            if len(g):
+                ax.errorbar(g.n_params, g["mean"], yerr=[g["mean"] - g["min"], g["max"] - g["mean"]], capsize=2, lw=1,
+                            label={"grid": "grid queries", "in": "in-distribution"}[qname], **style)
+        if len(sub):
+            sizes = sorted(sub.n_params.unique())
+            ax.set_xscale("log")
+            ax.set_xticks(sizes, [str(v) for v in sizes], fontsize=7)
+            ax.minorticks_off()
+        else:
+            ax.text(0.5, 0.5, "not stored yet", ha="center", va="center", transform=ax.transAxes, fontsize=8)
+            ax.set_xticks([])
+        ax.axhline(0, color="k", lw=0.5)
+        ax.set_title(SYNTHETIC[name].paper, fontsize=9)
+    for ax in axes.ravel()[n:]:
+        ax.axis("off")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("Spearman ρ (GN)")
+    for ax in axes[-1, :]:
+        ax.set_xlabel("number of parameters")
+    handles, labels = next((a.get_legend_handles_labels() for a in axes.ravel() if a.get_legend_handles_labels()[0]),
+                           ([], []))
+    if handles:
+        fig.legend(handles, labels, loc="outside lower center", ncols=2)
     return fig

@@ -16,7 +16,8 @@ from gnuq_core.store import Store  # noqa: E402
 
 TINY = scaling.Params(n_seeds=1, problems=["two_moons"], widths=[2, 4], depths=[1], deep_widths=[], priors=["plain"],
                       n_train_cls=20, grid_size_cls=5, n_query_in=10, num_warmup=50, num_samples=100, num_chains=1,
-                      n_restarts=1, n_boot=20, store_verify=0)
+                      n_restarts=1, n_boot=20, store_verify=0, trend_problems=["binary_xor"], trend_widths=[2, 3],
+                      trend_seeds=1, trend_compute=True)
 """Two NUTS runs (two sizes, so there is a trend), each long enough for its reference to rank the queries."""
 
 
@@ -43,13 +44,20 @@ def test_grid_trends_and_claim(ran) -> None:
     assert {p.parent.name for p in (root / "results").glob("*/*.jsonl")} == {"nuts_reference", "local_estimates"}
     claims = json.loads((root / "out" / "05_scaling.claims.json").read_text())
     assert '"C2"' in json.dumps(claims)
-    assert {"health", "trends", "worst_series", "by_size"} <= set(result.tables) <= {
-        "health", "undefined", "trends", "worst_series", "by_size"}
+    # C2 is judged on the size trend of the Table 1 problems (chapter 04's smoke setup at widths 2 and 3)
+    c2 = claims["C2"]
+    assert c2["settings"]["widths"] == [2, 3] and c2["verdict"] == "inconclusive" and "1 seeds (needs ≥ 3)" in c2["reason"]
+    assert [r["reading"] for r in c2["readings"]] == ["problems=Table 1, queries=grid", "problems=Table 1, queries=in",
+                                                      "problems=two moons and gap, queries=both"]
+    assert v["trend_stored"] == v["trend_wanted"] == 2 and "trend" in result.tables
+    assert set(result.data["trend"].queries) == {"grid", "in"} and result.data["trend"].rho.between(-1, 1).all()
+    assert {"health", "trends", "worst_series", "by_size", "trend"} <= set(result.tables) <= {
+        "health", "undefined", "trends", "worst_series", "by_size", "trend"}
 
 
 def test_the_figures_draw(ran) -> None:
     result, _ = ran
-    figs = [scaling.figure_scaling(result, TINY), scaling.figure_ntk(result, TINY)]
+    figs = [scaling.figure_scaling(result, TINY), scaling.figure_ntk(result, TINY), scaling.figure_trend(result, TINY)]
     assert all(fig.axes for fig in figs)
 
 
