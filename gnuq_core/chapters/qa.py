@@ -456,7 +456,8 @@ def _table2(p: Params, tables: Mapping[tuple[str, str], pd.DataFrame], out: Resu
             want_std = next(x["std"] for x in paper.cells("2") if x["row"] == method and x["column"] == column)
             verdict, why = table2.verdict(c, want)
             rows.append({"method": method, "benchmark": column, "paper": f"{want:.2f} ± {want_std:.2f}",
-                         "ours": f"{c.mean:.2f} ± {c.std:.2f}", "verdict": verdict, "why": why, "mean": c.mean})
+                         "ours": f"{c.mean:.2f} ± {c.std:.2f}", "verdict": verdict, "why": why, "mean": c.mean,
+                         "std": c.std, "want": want})
             per_model.append({"benchmark": column, "method": method,
                               **{short(m): v for m, v in zip(p.models, c.per_model)}})
     t2 = pd.DataFrame(rows)
@@ -469,6 +470,11 @@ def _table2(p: Params, tables: Mapping[tuple[str, str], pd.DataFrame], out: Resu
     out.tables["table2_models"] = book.table(pm, {"benchmark": "benchmark", "method": "method",
                                                   **{short(m): (short(m), ".3f") for m in p.models}},
                                              caption="Table 2 per model: mean AUROC over the bootstrap runs")
+    claims.record_cells("Table 2", [
+        {"column": r.benchmark, "row": r.method, "statistic": "AUROC", "paper": r.want, "ours": r.mean,
+         "lo": r.mean - 2 * r.std, "hi": r.mean + 2 * r.std, "verdict": r.verdict, "why": r.why,
+         "tolerance": f"±{table2.TOLERANCE:.2f} or within 2 of our std", "anchor": "table-2",
+         "interval": "mean ± 2 std over bootstrap runs and models"} for r in t2.itertuples()])
     counts = t2["verdict"].value_counts()
     best = {column: t2[t2["benchmark"] == column].sort_values("mean").iloc[-1]["method"] for column in table2.COLUMNS}
     out.values.update(t2_rule=table2.RULE, t2_boot=TABLE2_BOOT, t2_cells=len(t2),
@@ -476,6 +482,54 @@ def _table2(p: Params, tables: Mapping[tuple[str, str], pd.DataFrame], out: Resu
                       t2_best_tqa=best["TriviaQA"], t2_best_tfqa=best["TruthfulQA"])
     _rho_epistemic_ptrue(p, tables, out)
     _significance(p, tables, out)
+    _per_model_statements(p, tables, out)
+
+
+TABLE2_BASELINES = ("P(True)", "Semantic entropy", "Naïve entropy")
+"""The baselines of the paper's per-model statements (its Table 11)."""
+
+
+def _per_model_statements(p: Params, tables: Mapping[tuple[str, str], pd.DataFrame], out: Result) -> None:
+    """The paper's Table 11 statements, model by model: combined against the best baseline (the one
+    with the highest AUROC for that model), with a paired bootstrap interval; and whether aleatoric
+    or epistemic does better. On par: the difference's interval reaches 0 or above; the reverse:
+    the best baseline significantly better (the interval wholly below 0)."""
+    rows = []
+    baselines = [table2.METHODS[b] for b in TABLE2_BASELINES]
+    for d in DATASETS:
+        for m in p.models:
+            t = tables[m, d]
+            tests = headline.paired_tests([t], "combined", baselines, min_per_class=claims.MIN_PER_CLASS,
+                                          n_boot=p.n_boot, seed=p.seed)
+            tests = [r for r in tests if np.isfinite(r["difference"])]
+            ae = headline.paired_tests([t], "aleatoric", ["epistemic"], min_per_class=claims.MIN_PER_CLASS,
+                                       n_boot=p.n_boot, seed=p.seed)[0]
+            if not tests:
+                continue
+            best = min(tests, key=lambda r: r["difference"])  # the lowest combined − b: the best baseline
+            reading = ("on par or better" if best["hi"] >= 0 else "the best baseline is better")
+            helps = ("aleatoric" if ae["lo"] > 0 else "epistemic" if ae["hi"] < 0 else "neither significantly")
+            rows.append({"benchmark": NAMES[d], "model": short(m), "baseline": score_name(best["baseline"]),
+                         "difference": best["difference"], "CI": ci_text(best["lo"], best["hi"]), "reading": reading,
+                         "helps": helps, "ae": ae["difference"], "dataset": d})
+    pm = pd.DataFrame(rows, columns=["benchmark", "model", "baseline", "difference", "CI", "reading", "helps", "ae",
+                                     "dataset"])
+    out.tables["per_model_statements"] = book.table(pm, {
+        "benchmark": "benchmark", "model": "model", "baseline": "best baseline",
+        "difference": ("combined − best baseline", "+.3f"), "CI": ("95% CI", "", True), "reading": "combined is",
+        "ae": ("aleatoric − epistemic", "+.3f"), "helps": "does better"},
+        caption="The paper's per-model statements (its Table 11): combined against each model's best baseline")
+    tf, tq = pm[pm.dataset == "truthfulqa"], pm[pm.dataset == "triviaqa"]
+    par = int((tf.reading == "on par or better").sum())
+    reverse = int((tq.reading == "the best baseline is better").sum())
+    dependent = any(g.helps.nunique() > 1 for _, g in pm.groupby("dataset"))
+    out.values.update(
+        pm_par=par, pm_n_tfqa=len(tf), pm_reverse=reverse, pm_n_tqa=len(tq),
+        pm_tfqa_verdict=("reproduced" if len(tf) and par == len(tf) else "not reproduced" if len(tf) else "inconclusive"),
+        pm_tqa_verdict=("reproduced" if len(tq) and reverse > len(tq) / 2 else "not reproduced" if len(tq)
+                        else "inconclusive"),
+        pm_dependent_verdict="reproduced" if dependent else "not reproduced",
+        pm_helps=", ".join(f"{r.model} on {r.benchmark}: {r.helps}" for r in pm.itertuples()))
 
 
 SIGNIFICANCE_LEVEL = 0.01

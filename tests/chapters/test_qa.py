@@ -124,7 +124,7 @@ def test_tables_store_and_claims(ran) -> None:
     result, root = ran
     expected = {"agreement", "audit", "examples_truthfulqa", "examples_triviaqa", "accuracy", "lengths", "rho_p",
                 "rho_length", "auroc", "auroc_full", "ablation", "table2", "table2_models", "rho_epi_ptrue", "significance", "classifier_transfer",
-                "group_auroc", "group_epistemic_auroc", "variants",
+                "per_model_statements", "group_auroc", "group_epistemic_auroc", "variants",
                 "categories", "scales", *qa.CLAIM_TABLES}
     assert expected <= set(result.tables) <= expected | {"transfers"}
     assert "hand-labelled audit set" in repr(result.tables["audit"])
@@ -134,6 +134,10 @@ def test_tables_store_and_claims(ran) -> None:
     ledger = json.loads((root / "out" / "06_qa_benchmarks.claims.json").read_text())
     assert {"C6", "C7", "C9"} <= set(re.findall(r'"(C[0-9])"', json.dumps(ledger)))
     assert set(result.data["tables"]) == {(m, d) for m in MODELS for d in qa.DATASETS}
+    cells = json.loads((root / "out" / "06_qa_benchmarks.cells.json").read_text())["Table 2"]
+    assert len(cells) == 12 and {c["anchor"] for c in cells} == {"table-2"}  # six methods × two benchmarks
+    v = result.values
+    assert v["pm_tfqa_verdict"] in ("reproduced", "not reproduced", "inconclusive") and v["pm_n_tfqa"] <= len(MODELS)
 
 
 def test_the_figures_draw(ran) -> None:
