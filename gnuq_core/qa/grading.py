@@ -8,10 +8,13 @@ normalisation (lower-case, drop punctuation and the articles a/an/the, squash sp
 * `triviaqa_contains`: a normalised alias occurs in the normalised answer as a whole-word
   span (``"paris"`` is in ``"it is paris france"`` but not in ``"parisian"``);
 * `triviaqa_contains_no_echo` (the book's primary label): as `triviaqa_contains`, except
-  that an alias the *question* already contains is evidence only when the answer is that
-  alias (exact match). Chat models often restate the question ("The more common name for
-  variola is variola"): containment credits the echo, and of 20 such matches read by hand
-  19 were wrong. Exact match and containment stay as the sensitivity checks.
+  that an alias the *question* already contains is no evidence, not even as the whole answer,
+  and an alias counts only as a whole name, not inside a longer one (`whole_name_matches`:
+  "The Times" is not in "The New York Times"). Chat models often restate the question ("The
+  more common name for variola is variola"): containment credits the echo, and of 20 such
+  matches read by hand 19 were wrong; careful reading also found 22 answers that *are* the
+  question's alias credited, and short aliases credited inside longer names. Exact match and
+  containment stay as the sensitivity checks.
 
 TruthfulQA generation (true references, false references per question):
 
@@ -41,6 +44,7 @@ sentence encoder so that every distinct text is encoded once, in batches
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -50,6 +54,7 @@ import numpy as np
 from gnuq_core.lm.clustering import normalize_answer
 
 __all__ = ["NO_COMMENT", "ROUGE_DIGITS", "triviaqa_exact_match", "triviaqa_contains", "triviaqa_contains_no_echo", "echoed_aliases",
+           "whole_name_matches",
            "is_no_comment", "RougeJudgement", "truthfulqa_rouge", "truthfulqa_rouge_threshold", "truthfulqa_embedding",
            "truthfulqa_embedding_texts", "MemoEmbedder", "agreement"]
 
@@ -86,18 +91,92 @@ def echoed_aliases(aliases: Sequence[str], question: str) -> set[str]:
     return {al for al in _aliases(aliases) if f" {al} " in q}
 
 
+_TITLES = frozenset("sir dame lord lady king queen prince princess saint st dr mr mrs ms miss president general "
+                    "captain pope emperor empress tsar czar mount mt lake river cape isle fort".split())
+"""Words before a name that do not make it a longer name ("Sir Winston Churchill", "Mount Everest")."""
+_GENERIC = frozenset("city river rivers island islands mountain mountains lake sea ocean desert county province "
+                     "state bay strait canal valley falls".split())
+"""Words after a name that do not make it a longer name ("New York City", "Amazon River")."""
+_SENTENCE_END = (".", "!", "?", ":", ";")
+
+
+@dataclass(frozen=True)
+class _Word:
+    norm: str  # as `normalize_answer` leaves it ("" for an article or bare punctuation)
+    capital: bool  # begins with a capital letter in the answer
+    opens: bool  # punctuation before it separates it from the previous word ("(Paris")
+    closes: bool  # punctuation after it separates it from the next word ("Paris,")
+    starts: bool  # first word of the answer or of a sentence
+
+
+def _words(text: str) -> list[_Word]:
+    out: list[_Word] = []
+    after_end = True
+    for raw in text.split():
+        core = raw.strip(string.punctuation)
+        out.append(_Word(normalize_answer(raw), core[:1].isupper(), raw[:1] in string.punctuation,
+                         raw[-1:] in string.punctuation, after_end))
+        after_end = raw.endswith(_SENTENCE_END)
+    return out
+
+
+def _name_run(words: Sequence[_Word], ignored: frozenset[str], *, leftward: bool) -> int:
+    """How many capitalised words continue a name from an alias's edge (``words`` ordered
+    outward from it): the run stops at punctuation, a lower-case word, an ``ignored`` word
+    (titles, generic words) and, leftward, at the start of a sentence."""
+    n = 0
+    for w in words:
+        separated = w.closes if leftward else w.opens
+        if separated or not w.capital or w.norm in ignored or w.norm == "i":
+            break
+        n += 1
+        if (w.starts or w.opens) if leftward else w.closes:
+            break
+    return n
+
+
+LONGER_NAME = 2
+"""Capitalised words on one side of an alias that make it part of a different, longer name:
+"The Times" is not in "The New York Times" (two), but "Barbarossa" is in "Operation
+Barbarossa" and "Rangers" in "The Texas Rangers" (one: a qualifier of the same thing). Chosen
+on the five such answers of the store (careful reading: 5 of 5 right with two, 1 of 5 with one)."""
+
+
+def whole_name_matches(answer: str, alias: str) -> bool:
+    """True iff the normalised ``alias`` occurs in ``answer`` as a whole name: on word boundaries
+    and not inside a longer capitalised name (`LONGER_NAME` words or more on one side: "The
+    Times" is not in "The New York Times"); titles before it and generic words after it ("Sir
+    Winston Churchill", "Mount Everest", "the Amazon River") do not lengthen it."""
+    target = alias.split()
+    words = [w for w in _words(answer) if w.norm]
+    norms = [w.norm for w in words]
+    for i in range(len(words) - len(target) + 1):
+        j = i + len(target)
+        if " ".join(norms[i:j]).split() != target:
+            continue
+        left = [] if words[i].opens or words[i].starts else words[:i][::-1]
+        right = [] if words[j - 1].closes else words[j:]
+        if (_name_run(left, _TITLES, leftward=True) < LONGER_NAME
+                and _name_run(right, _GENERIC, leftward=False) < LONGER_NAME):
+            return True
+    return False
+
+
 def triviaqa_contains_no_echo(answer: str, aliases: Sequence[str], question: str) -> bool:
-    """True iff the answer contains an alias the question does not, or *is* an alias.
+    """True iff the answer names, as a whole name, an alias the question does not contain.
 
     An alias that already occurs in the question (the question "What is the more common
-    name for variola?" contains the alias "variola") is credited only by an exact match:
-    an answer that merely repeats the question's words does not show it knows the answer.
+    name for variola?" contains the alias "variola") is no evidence, even as the whole
+    answer: an answer that repeats the question's words does not show it knows the answer.
+    An alias inside a longer name of the answer ("The Times" in "The New York Times") is a
+    different name (`whole_name_matches`).
     """
-    if triviaqa_exact_match(answer, aliases):
-        return True
-    a = f" {normalize_answer(answer)} "
     echoed = echoed_aliases(aliases, question)
-    return any(f" {al} " in a for al in _aliases(aliases) if al not in echoed)
+    fresh = [al for al in _aliases(aliases) if al not in echoed]
+    if not fresh:
+        return False
+    a = normalize_answer(answer)
+    return a in set(fresh) or any(f" {al} " in f" {a} " and whole_name_matches(answer, al) for al in fresh)
 
 
 def is_no_comment(answer: str) -> bool:

@@ -109,15 +109,41 @@ def test_agreement_and_kappa() -> None:
         agreement([1], [1, 0])
 
 
-def test_an_alias_the_question_contains_counts_only_as_the_whole_answer() -> None:
+def test_an_alias_the_question_contains_is_no_evidence_not_even_as_the_whole_answer() -> None:
     q = "What is the more common name for variola?"
     aliases = ["Smallpox", "Variola"]
     assert grading.triviaqa_contains("The more common name for variola is variola", aliases)
     assert not grading.triviaqa_contains_no_echo("The more common name for variola is variola", aliases, q)
     assert grading.triviaqa_contains_no_echo("It is called smallpox.", aliases, q)
-    assert grading.triviaqa_contains_no_echo("Variola", aliases, q)  # exact match: the answer commits to it
+    assert grading.triviaqa_exact_match("Variola", aliases)
+    assert not grading.triviaqa_contains_no_echo("Variola", aliases, q)  # it only repeats the question's alias
     assert grading.echoed_aliases(aliases, q) == {"variola"}
     assert not grading.triviaqa_contains_no_echo("I do not know", aliases, q)
+    assert not grading.triviaqa_contains_no_echo("Variola", ["Variola"], "Is variola smallpox?")  # nothing fresh
+
+
+@pytest.mark.parametrize("answer, alias, whole", [
+    ("The New York Times", "times", False),  # a short alias inside a longer name
+    ("The Times", "times", True),
+    ("It was the Times, a London paper.", "times", True),
+    ("New York Times", "times", False),
+    ("The Los Angeles Times", "times", False),
+    ("Operation Barbarossa", "barbarossa", True),  # one capitalised word qualifies the same thing
+    ("The Texas Rangers", "rangers", True),
+    ("The Royal Ballet Company", "royal ballet", True),
+    ("Paris Saint Germain", "paris", False),
+    ("Sir Winston Churchill", "winston churchill", True),  # a title does not lengthen a name
+    ("Mount Everest", "everest", True),
+    ("The Amazon River", "amazon", True),  # nor does a generic word after it
+    ("Paris, France", "paris", True),  # punctuation separates names
+    ("Maybe Paris", "paris", True),  # a capitalised first word starts the sentence, not the name
+    ("I think it is Paris. Paris is the capital.", "paris", True),
+    ("paris", "paris", True),
+    ("Parisian cafes", "paris", False),  # word boundaries, as containment
+])
+def test_an_alias_counts_only_as_a_whole_name(answer: str, alias: str, whole: bool) -> None:
+    assert grading.whole_name_matches(answer, alias) is whole
+    assert grading.triviaqa_contains_no_echo(answer, [alias], "Which one?") is whole
 
 
 def test_rouge_ties_and_thresholds() -> None:
