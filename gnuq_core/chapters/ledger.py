@@ -175,8 +175,8 @@ def cells_table(table: str, cells: list[dict[str, Any]], profile: str, chapters:
         other = []
         for name in readings:
             v, lo, hi, verdict = c.get("readings", {}).get(name, (None, None, None, ""))
-            other.append(html.escape(interval(v, lo, hi))
-                         + (f' <span class="gnuq-mark">{MARKS.get(verdict, "")}</span>' if verdict else ""))
+            other.append("<span>" + html.escape(interval(v, lo, hi))
+                         + (f' <span class="gnuq-mark">{MARKS.get(verdict, "")}</span>' if verdict else "") + "</span>")
         body.append((_verdict_class(c["verdict"]) if c["verdict"] in claims.VERDICTS else "verdict-beyond",
                      [_link(c["chapter"], c["anchor"], label, chapters), paper,
                       html.escape(interval(c["ours"], c["lo"], c["hi"])),

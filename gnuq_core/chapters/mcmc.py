@@ -515,7 +515,7 @@ def _table1(p: Params, store: Any, out: Result) -> None:
         {"column": r.problem, "row": r.estimate, "statistic": r.statistic,
          "paper": r.paper, "ours": r.ours, "lo": r.lo, "hi": r.hi, "seeds": r.seeds, "verdict": r.verdict,
          "why": r.why, "tolerance": f"±{table1.TOLERANCE:.2f} or in our CI", "anchor": "table-1",
-         "readings": {"ours, in-distribution queries": [r.ours_in, r.lo_in, r.hi_in, r.verdict_in]}}
+         "readings": {"ours, in-distribution": [r.ours_in, r.lo_in, r.hi_in, r.verdict_in]}}
         for r in judged.itertuples()])
     out.data.update(table1_cells=cells, table1_runs=runs, table1_per_seed=per_seed)
 
