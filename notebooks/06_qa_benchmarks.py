@@ -138,18 +138,17 @@ glue_values(result, params)  # and the preview profiles' values the exercises qu
 # Every AUROC below is only as good as the labels it is computed against, so the graders
 # are declared, measured against hand labels, and every claim is judged under each of them
 # (section 10). The **primary** reading takes the paper's formulas literally ($p$ the
-# probability of the whole answer; combined = epistemic + aleatoric), and on TruthfulQA the
-# careful labels described below. TriviaQA's primary grader was not chosen blind: it
-# replaced plain containment after a reviewer had read answers and computed AUROCs without
-# the question-echo matches. That is one reason no verdict below rests on one reading alone.
+# probability of the whole answer; combined = epistemic + aleatoric), and the careful labels
+# described below. No verdict below rests on one reading alone.
 #
 # **TriviaQA.** Answers and the aliases of the reference answer are normalised the SQuAD
 # way (lower case; punctuation and the articles *a*, *an*, *the* removed; spaces squashed).
-# The primary label is *containment without the question's echo*: some alias occurs in the
-# answer as a whole-word span, except that an alias the question itself contains counts
-# only when the answer *is* that alias. The chat model often restates the question ("The
-# more common name for variola is variola"), and plain containment credits the echo.
-# Plain containment and exact match (the answer *is* an alias) are the alternatives.
+# Three rules grade them: exact match (the answer *is* an alias), containment (an alias
+# occurs in the answer on word boundaries) and the echo-aware rule: an alias occurs in the
+# answer as a whole name, not inside a longer one ("The Times" is not in "The New York
+# Times"), and an alias the question itself contains does not count at all. The chat models
+# often restate the question ("The more common name for variola is variola"), and plain
+# containment credits the echo. {glue:text}`trivia_careful_words` The rules stay readings.
 #
 # **TruthfulQA, careful labels (primary).** Every stored answer of both models was read with
 # its question and references and labelled *correct*, *incorrect* or *unclear* against the

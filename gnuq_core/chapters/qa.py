@@ -251,12 +251,15 @@ def _score_tables(p: Params, s: _Study, out: Result) -> dict[tuple[str, str], pd
         enc = EmbeddingClusterer()
         embed = grading.MemoEmbedder(lambda texts: enc.embed(texts).numpy())  # each text encoded once, shared
     labels = qa_audit.careful_labels()
+    trivia_labels = qa_audit.careful_labels(TRIVIA_AUDIT) if qa_audit.has_labels(TRIVIA_AUDIT) else None
     tables: dict[tuple[str, str], pd.DataFrame] = {}
     for (name, d), recs in s.runs.items():
         t = qa_study.score_table(recs, items=s.item_by_id, embed=embed, group_norms=s.groups[name, d])
         t.insert(0, "model", short(name))
         if d == "truthfulqa":
             t["correct_careful"] = qa_audit.careful_column(t, name, labels) if len(t) else []
+        elif len(t) and trivia_labels is not None and qa_audit.triviaqa_disputes_labelled(t, name, trivia_labels):
+            t["correct_careful"] = qa_audit.triviaqa_careful_column(t, name, trivia_labels)
         tables[name, d] = t
     tfqa = [tables[name, "truthfulqa"] for name in p.models]
     first = readings.primary("truthfulqa", readings.graders_in(tfqa, "truthfulqa"))
@@ -264,6 +267,7 @@ def _score_tables(p: Params, s: _Study, out: Result) -> dict[tuple[str, str], pd
     out.values.update(tfqa_primary=readings.GRADERS["truthfulqa"][first.grader].text,
                       careful_kappa=agree["kappa"], careful_kappa_lo=agree["kappa_lo"], careful_kappa_hi=agree["kappa_hi"],
                       careful_decided=agree["decided"], careful_disagreements=len(agree["disagreements"]))
+    out.values.update(_trivia_careful(p, tables, trivia_labels))
     unclear = {name: int(tables[name, "truthfulqa"]["correct_careful"].isna().sum()) for name in p.models}
     out.values["careful_words"] = (
         "they are the primary TruthfulQA label of this build: the " + " and ".join(
@@ -272,14 +276,61 @@ def _score_tables(p: Params, s: _Study, out: Result) -> dict[tuple[str, str], pd
         "stay readings" if first.grader == "careful" else
         "this build's answers are not the labelled ones (a preview's other answer cap), so its TruthfulQA verdicts "
         "use the ROUGE rule below as their primary label instead")
-    if first.grader == "careful":
-        for name in p.models:
-            t = tables[name, "truthfulqa"]
+    trivia_first = readings.primary("triviaqa", readings.graders_in([tables[m, "triviaqa"] for m in p.models],
+                                                                      "triviaqa"))
+    out.values["trivia_primary"] = readings.GRADERS["triviaqa"][trivia_first.grader].text
+    for d, grader in (("truthfulqa", first.grader), ("triviaqa", trivia_first.grader)):
+        if grader != "careful":
+            continue
+        for name in p.models:  # the careful label is `correct`; unclear answers are left out
+            t = tables[name, d]
             t = t[t["correct_careful"].notna()].reset_index(drop=True)
             t["correct"] = t["correct_careful"].astype(bool)
             t["incorrect"] = (~t["correct"]).astype(int)
-            tables[name, "truthfulqa"] = t
+            tables[name, d] = t
     return tables
+
+
+TRIVIA_AUDIT = qa_audit.AUDIT_DIR / "triviaqa"
+"""The careful labels of the TriviaQA answers the graders dispute (`scripts/blind_triviaqa.py`)."""
+
+
+def _trivia_careful(p: Params, tables: dict[tuple[str, str], pd.DataFrame], labels: pd.DataFrame | None) -> dict[str, Any]:
+    """The TriviaQA careful labels in words (``trivia_careful_words``) and numbers: how many
+    disputed answers, the second reading's agreement (κ), and how often each rule gets a
+    decided disputed answer right; where the labels are not (yet) committed, that the
+    echo-aware rule stands in for them."""
+    n_keys = sum(1 for _ in (TRIVIA_AUDIT / "keys.jsonl").open()) if (TRIVIA_AUDIT / "keys.jsonl").exists() else 0
+    used = all("correct_careful" in tables[m, "triviaqa"] for m in p.models)
+    if labels is None or not used:
+        why = ("are being labelled by careful reading (`audit/triviaqa/`); until their labels are committed"
+               if labels is None else "carry careful labels, but this build's answers are not the labelled ones, so")
+        return dict(trivia_disputed=n_keys, trivia_careful_words=Markdown(
+            f"The {n_keys:,} stored answers on which any two of them disagree {why} the echo-aware rule is the "
+            "primary TriviaQA label."))
+    right: dict[str, list[bool]] = {g: [] for g in qa_audit.TRIVIAQA_GRADERS}
+    for name in p.models:
+        t = tables[name, "triviaqa"]
+        disputed = t[(t[list(qa_audit.TRIVIAQA_GRADERS)].astype(bool).nunique(axis=1) > 1)
+                     & t["correct_careful"].notna()]
+        for g in right:
+            right[g] += list(disputed[g].astype(bool) == disputed["correct_careful"].astype(bool))
+    names = {"correct_no_echo": "the echo-aware rule", "correct_contains": "containment", "correct_em": "exact match"}
+    n = len(right[qa_audit.TRIVIAQA_GRADERS[0]])
+    sides = ", ".join(f"{names[g]} on {sum(v)}" for g, v in sorted(right.items(), key=lambda kv: -sum(kv[1])))
+    words = (f"Where they agree, their label stands; the {len(labels):,} stored answers on which any two disagree "
+             "were each read and labelled carefully, blind to model, rule and score (`audit/triviaqa/`, under the "
+             f"same rubric), and that is the **primary** TriviaQA label. Of the {n:,} disputed answers careful reading "
+             f"decided, it sides with {sides}.")
+    values: dict[str, Any] = dict(trivia_disputed=len(labels), trivia_rule_right={g: sum(v) for g, v in right.items()},
+                                  trivia_rule_n=n)
+    if (TRIVIA_AUDIT / "labels_second.jsonl").exists():
+        agree = qa_audit.careful_agreement(TRIVIA_AUDIT, n_boot=p.n_boot, seed=p.seed)
+        words += (f" An independent second reading of {agree['n']} of them agrees with the first at Cohen's κ "
+                  f"{agree['kappa']:.2f} (95 % CI {agree['kappa_lo']:.2f}–{agree['kappa_hi']:.2f}, on the "
+                  f"{agree['decided']} both decided).")
+        values.update(trivia_kappa=agree["kappa"], trivia_kappa_lo=agree["kappa_lo"], trivia_kappa_hi=agree["kappa_hi"])
+    return {**values, "trivia_careful_words": Markdown(words)}
 
 
 def _graders(p: Params, tables: dict[tuple[str, str], pd.DataFrame], out: Result) -> None:
@@ -288,7 +339,7 @@ def _graders(p: Params, tables: dict[tuple[str, str], pd.DataFrame], out: Result
         model=lambda f: f["model"].map(short), dataset=lambda f: f["dataset"].map(NAMES),
         grader=lambda f: [readings.GRADERS[d][g].text for d, g in zip(f["dataset"].map(
             {v: k for k, v in NAMES.items()}), f["grader"])])
-    echo = {name: float(tables[name, "triviaqa"]["correct_contains"].mean() - tables[name, "triviaqa"]["correct"].mean())
+    echo = {name: float(tables[name, "triviaqa"]["correct_contains"].mean() - tables[name, "triviaqa"]["correct_no_echo"].mean())
             for name in p.models}
     ties = {name: float(tables[name, "truthfulqa"]["rouge_tie"].mean()) for name in p.models}
     out.values.update(echo_share_smollm2=echo.get("smollm2-135m-instruct", 0.0), tie_share_max=max(ties.values()),

@@ -33,7 +33,9 @@ from gnuq_core.repro.files import json_lines
 from gnuq_core.repro.paths import REPO_ROOT
 
 __all__ = ["AUDIT_DIR", "LABELS", "load_labels", "weights", "grader_quality", "weighted_auroc", "audited_aurocs",
-           "careful_labels", "careful_agreement", "careful_column", "answer_digest", "cohen_kappa"]
+           "careful_labels", "has_labels", "careful_agreement", "careful_column", "triviaqa_careful_column", "triviaqa_disputes_labelled",
+           "TRIVIAQA_GRADERS",
+           "answer_digest", "cohen_kappa"]
 
 AUDIT_DIR = REPO_ROOT / "audit"
 LABELS = ("correct", "incorrect", "unclear")
@@ -184,10 +186,30 @@ def _keyed(path: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _primary_files(folder: Path) -> dict[str, Path]:
+    """``{labeller: file}`` of a folder's primary labellings: ``labels_a.jsonl`` and
+    ``labels_b.jsonl`` where the keys were split between two labellers, else ``labels.jsonl``."""
+    split = {who: folder / f"labels_{who}.jsonl" for who in ("a", "b")}
+    if all(path.exists() for path in split.values()):
+        return split
+    if (folder / "labels.jsonl").exists():
+        return {"primary": folder / "labels.jsonl"}
+    raise FileNotFoundError(f"{folder} holds no primary labels (labels.jsonl, or labels_a.jsonl and labels_b.jsonl)")
+
+
+def has_labels(folder: str | Path) -> bool:
+    """Whether an audit folder holds its keys and a primary labelling (`careful_labels` can read it)."""
+    folder = Path(folder)
+    return (folder / "keys.jsonl").exists() and (
+        (folder / "labels.jsonl").exists() or all((folder / f"labels_{w}.jsonl").exists() for w in ("a", "b")))
+
+
 def careful_labels(folder: str | Path | None = None) -> Any:
-    """The careful label of every TruthfulQA answer: one row per answer with ``key``, ``model``,
-    ``id``, ``label``, ``reason`` and ``labeller`` (``a`` or ``b``: the primary labellings;
-    ``adjudicated``: where the second labelling disagreed, the adjudication's final label).
+    """The careful label of every answer of an audit folder (default ``audit/truthfulqa``: every
+    TruthfulQA answer; ``audit/triviaqa``: every TriviaQA answer the graders dispute): one row
+    per answer with ``key``, ``model``, ``id``, ``label``, ``reason`` and ``labeller`` (``a``,
+    ``b`` or ``primary``: the primary labellings; ``adjudicated``: where the second labelling
+    disagreed, the adjudication's final label).
 
     Raises a `ValueError` naming the key when an answer has no label or two."""
     import pandas as pd
@@ -195,8 +217,8 @@ def careful_labels(folder: str | Path | None = None) -> Any:
     folder = Path(folder) if folder is not None else AUDIT_DIR / "truthfulqa"
     keys = [row for _, row in json_lines(folder / "keys.jsonl", fix="restore the file from git", torn_tail=False)]
     labelled: dict[str, dict[str, Any]] = {}
-    for who in ("a", "b"):
-        for key, row in _keyed(folder / f"labels_{who}.jsonl").items():
+    for who, path in _primary_files(folder).items():
+        for key, row in _keyed(path).items():
             if key in labelled:
                 raise ValueError(f"{folder}: answer {key} is labelled by both primary labellers")
             labelled[key] = {**row, "labeller": who}
@@ -230,6 +252,33 @@ def careful_column(table: Any, model: str, labels: Any | None = None) -> Any:
                        mine.at[row["id"], "answer_sha1"] == answer_digest(row["answer"]) else np.nan, axis=1)
 
 
+TRIVIAQA_GRADERS = ("correct_em", "correct_contains", "correct_no_echo")
+"""The TriviaQA graders whose disagreement sends an answer to careful reading (`scripts/blind_triviaqa.py`)."""
+
+
+def _disputed(table: Any) -> Any:
+    return table[list(TRIVIAQA_GRADERS)].astype(bool).nunique(axis=1) > 1
+
+
+def triviaqa_disputes_labelled(table: Any, model: str, labels: Any) -> bool:
+    """Whether every answer of ``table`` the TriviaQA graders dispute carries a careful label
+    (the same question, model and answer text): only then are the careful labels a reading of
+    the build (a preview's answers differ)."""
+    mine = {(i, sha) for i, sha in zip(labels.loc[labels["model"] == model, "id"],
+                                       labels.loc[labels["model"] == model, "answer_sha1"])}
+    disputed = table[_disputed(table)]
+    return all((i, answer_digest(a)) in mine for i, a in zip(disputed["id"], disputed["answer"]))
+
+
+def triviaqa_careful_column(table: Any, model: str, labels: Any) -> Any:
+    """Careful TriviaQA labels of a score table's answers: where the graders (`TRIVIAQA_GRADERS`)
+    disagree, the careful label (``audit/triviaqa``; NaN if unclear or not the labelled answer);
+    where they agree, their shared label (1.0 / 0.0)."""
+    careful = careful_column(table, model, labels)
+    shared = table[TRIVIAQA_GRADERS[0]].astype(float)
+    return careful.where(_disputed(table), shared)
+
+
 def cohen_kappa(a: Sequence[str], b: Sequence[str]) -> float:
     """Cohen's κ of two labellings of the same items: (agreement − chance) / (1 − chance)."""
     a, b = list(a), list(b)
@@ -250,7 +299,7 @@ def careful_agreement(folder: str | Path | None = None, *, n_boot: int = 2000, s
     """
     folder = Path(folder) if folder is not None else AUDIT_DIR / "truthfulqa"
     primary = careful_labels(folder).set_index("key")
-    for key, row in {**_keyed(folder / "labels_a.jsonl"), **_keyed(folder / "labels_b.jsonl")}.items():
+    for key, row in {k: r for path in _primary_files(folder).values() for k, r in _keyed(path).items()}.items():
         primary.at[key, "label"], primary.at[key, "reason"] = row["label"], row["reason"]  # before adjudication
     second = _keyed(folder / "labels_second.jsonl")
     both = [k for k in second if k in primary.index]

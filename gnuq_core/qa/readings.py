@@ -5,8 +5,9 @@ answer or its length-normalised version, or how the "combined" estimate is forme
 claim's verdict that holds under one reading only is a finding about that reading. So
 every QA claim is judged under a declared grid (:func:`grid`):
 
-- **grader** (:data:`GRADERS`): TriviaQA: the alias contained without the question's echo
-  (primary), contained, exact match; TruthfulQA: careful reading of every answer against the
+- **grader** (:data:`GRADERS`): TriviaQA: careful reading where the rules disagree (primary,
+  ``audit/triviaqa``), the alias contained as a whole name without the question's echo,
+  contained, exact match; TruthfulQA: careful reading of every answer against the
   rubric (primary, ``audit/truthfulqa``; unclear answers left out), ROUGE-L true > false
   with ties false (lm-evaluation-harness), ties true, ties left out, ROUGE-L ≥ 0.3 against
   the best answer (Kuhn et al.), ≥ 0.3 against any true answer, and the MiniLM similarity
@@ -27,10 +28,12 @@ judge), two independent careful labellings agree at Cohen's κ 0.89, and the ben
 rule agrees with careful reading at κ 0.04–0.43 (measured on every answer in chapter 06): the
 labels closest to what "correct" means are the primary ones, and ROUGE stays a reading. Where a
 build's answers are not the labelled ones (a preview's other answer cap), :func:`primary` falls
-back to the ROUGE rule (:data:`FALLBACK`). TriviaQA's primary
-grader is the exception: the echo-aware rule replaced plain containment *after* a
-reviewer had read answers and computed AUROCs without the echo matches (issue 26), so its
-choice was not blind to results. That is why no verdict rests on one reading: every claim
+back to the ROUGE rule (:data:`FALLBACK`). TriviaQA's primary grader is careful reading too,
+where it is needed: every answer on which exact match, containment and the echo-aware rule
+disagree is read carefully (``audit/triviaqa``); where they agree, their shared label stands.
+The echo-aware rule (its fallback) replaced plain containment *after* a reviewer had read
+answers and computed AUROCs (issue 26), so that choice was not blind to results; the careful
+labels were made blind to model, grader and score. Still no verdict rests on one reading: every claim
 is judged under the whole grid and the ledger says whether it is robust. :func:`reading_table`
 turns a score table (`gnuq_core.qa.study.score_table`) into the table one reading judges:
 its ``incorrect`` label and its ``epistemic``, ``aleatoric`` and ``combined`` columns.
@@ -71,7 +74,9 @@ class Grader:
 
 GRADERS: dict[str, dict[str, Grader]] = {
     "triviaqa": {g.name: g for g in (
-        Grader("no_echo", "correct_no_echo", "an alias contained, one the question contains only by exact match"),
+        Grader("careful", "correct_careful", "careful reading of every answer the rules below dispute "
+                                             "(audit/triviaqa), their shared label elsewhere; unclear left out"),
+        Grader("no_echo", "correct_no_echo", "an alias contained as a whole name, none the question contains"),
         Grader("contains", "correct_contains", "an alias contained on word boundaries"),
         Grader("exact", "correct_em", "the answer is an alias (exact match)"),
     )},
@@ -116,13 +121,13 @@ class Reading:
                 f"{COMBINED_READINGS[self.combined]}")
 
 
-PRIMARY: dict[str, Reading] = {"triviaqa": Reading("no_echo"), "truthfulqa": Reading("careful")}
+PRIMARY: dict[str, Reading] = {"triviaqa": Reading("careful"), "truthfulqa": Reading("careful")}
 """The reading each dataset's headline verdicts use (how each was chosen: the module docstring)."""
 
 MIN_COVERAGE = 0.9
 """A grader is a reading of a build only where it labels at least this share of every table's answers."""
 
-FALLBACK: dict[str, Reading] = {"truthfulqa": Reading("rouge")}
+FALLBACK: dict[str, Reading] = {"triviaqa": Reading("no_echo"), "truthfulqa": Reading("rouge")}
 """The primary reading where a build's answers carry no careful labels."""
 
 

@@ -540,8 +540,8 @@ CLAIMS: dict[str, Claim] = {c.id: c for c in [
           "06_qa_benchmarks", "AUROC of epistemic; details: auroc, ci, differences {method: [P(True) − method, lo, hi]}",
           _by_parts, DERIVE_TEXT, _QA_GATE, "xcheck-baselines", parts=_PARTS["C7"],
           tolerance="every part (a–c)",
-          deviations=('Readings as for C6; TriviaQA is graded by alias containment that ignores echoes of '
-                      'the question.',),
+          deviations=('Readings as for C6; TriviaQA is graded by careful reading where exact match, containment '
+                      'and the echo-aware rule disagree, by their shared label elsewhere.',),
           quantity="mean AUROC of epistemic over the models (TriviaQA)",
           terms=("epistemic uncertainty", "AUROC", "P(True)", "grader", "reading")),
     Claim("C8", "The estimator is 46–107× faster than the baselines", "46–107×",

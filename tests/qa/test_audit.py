@@ -111,9 +111,40 @@ def test_careful_labels_take_the_adjudication_and_agreement_the_labellings_as_ma
         careful_labels(tmp_path / "gap")
 
 
+def test_one_primary_labelling_in_labels_jsonl_is_read_the_same_way(tmp_path) -> None:
+    from gnuq_core.qa.audit import careful_agreement, careful_labels
+
+    keys = [("t1", "m", "q1"), ("t2", "n", "q1")]
+    _careful(tmp_path, keys, [("t1", "correct"), ("t2", "incorrect")], [], [("t1", "correct"), ("t2", "correct")])
+    (tmp_path / "labels_b.jsonl").unlink()
+    (tmp_path / "labels_a.jsonl").rename(tmp_path / "labels.jsonl")  # one labeller read every answer
+    t = careful_labels(tmp_path).set_index("key")
+    assert t.loc["t2", "label"] == "incorrect" and set(t["labeller"]) == {"primary"}
+    assert careful_agreement(tmp_path, n_boot=20)["agreement"] == pytest.approx(0.5)
+    (tmp_path / "labels.jsonl").unlink()
+    with pytest.raises(FileNotFoundError, match="holds no primary labels"):
+        careful_labels(tmp_path)
+
+
 def test_the_committed_careful_labels_cover_every_truthfulqa_answer() -> None:
     from gnuq_core.qa.audit import careful_agreement, careful_labels
 
     t = careful_labels()
     assert len(t) == 2 * 817 and t.groupby("model").size().tolist() == [817, 817] and t["key"].is_unique
     assert careful_agreement(n_boot=200)["kappa"] >= 0.6
+
+
+def test_triviaqa_careful_labels_decide_only_where_the_graders_disagree() -> None:
+    import pandas as pd
+
+    from gnuq_core.qa.audit import answer_digest, triviaqa_careful_column
+
+    table = pd.DataFrame({"id": ["q1", "q2", "q3", "q4"], "answer": ["Paris", "The New York Times", "x", "y"],
+                          "correct_em": [True, False, False, False], "correct_contains": [True, True, True, True],
+                          "correct_no_echo": [True, False, True, False]})
+    labels = pd.DataFrame({"model": "m", "id": ["q2", "q3", "q4"], "label": ["incorrect", "unclear", "correct"],
+                           "answer_sha1": [answer_digest("The New York Times"), answer_digest("x"),
+                                           answer_digest("another answer")]})
+    col = triviaqa_careful_column(table, "m", labels)
+    # agreed: the graders' label; disputed: the careful one, unclear or another answer's label left out
+    assert col.iloc[0] == 1.0 and col.iloc[1] == 0.0 and col.iloc[2:].isna().all()

@@ -31,7 +31,7 @@ def test_the_grid_covers_every_grader_p_and_combination_primary_first() -> None:
     # without the careful labels (a preview's other answers) the ROUGE rule comes first
     fallback = grid("truthfulqa", graders=["rouge", "embedding"])
     assert fallback[0] == readings.FALLBACK["truthfulqa"] == readings.primary("truthfulqa", ["rouge"])
-    assert len(grid("triviaqa")) == 3 * 3 * 2 and grid("triviaqa")[0] == Reading("no_echo")
+    assert len(grid("triviaqa")) == 4 * 3 * 2 and grid("triviaqa")[0] == Reading("careful")
     with pytest.raises(ValueError, match="unknown truthfulqa grader"):
         grid("truthfulqa", graders=["magic"])
 
