@@ -109,14 +109,6 @@ params = derivation.Params.for_profile(profile, overrides)
 # The rest of the chapter checks each step.
 
 # %% [markdown]
-# ## Check (a): the delta method becomes exact as σ → 0
-#
-# A small tanh network classifies points on a line (label: the sign of $\sin 2x$,
-# with 10% of labels flipped). After training, we perturb its parameters,
-# $\theta = \theta^* + \sigma\varepsilon$ with $\varepsilon \sim \mathcal N(0, I)$, and
-# compare the Monte Carlo variance of $p$ with $\sigma^2\lVert g\rVert^2$.
-
-# %% [markdown]
 # ## Running the checks
 #
 # `gnuq_core.chapters.derivation.run` performs the five checks below in order, from one
@@ -170,15 +162,6 @@ glue_figure("fig_delta_method", derivation.figure_delta_method(result))
 # $p$ ranges over hundreds of orders of magnitude (the network's output is scaled up so
 # that some inputs are extremely confident).
 
-# %% [markdown]
-# ## Check (b): ‖∇p‖² = p²‖∇ log p‖², and why log space matters
-#
-# The library's PyTorch estimator backpropagates $\log p$ once and assembles
-# $\log_{10}\lVert\nabla p\rVert^2$ in log space. We compare it, in float64, with the
-# direct $\lVert\nabla p\rVert^2$ from backpropagating $p$ itself, over inputs whose
-# $p$ ranges over hundreds of orders of magnitude (the network's output is scaled up so
-# that some inputs are extremely confident).
-
 # %%
 glue_figure("fig_logspace", derivation.figure_logspace(result))
 
@@ -198,16 +181,6 @@ glue_figure("fig_logspace", derivation.figure_logspace(result))
 # {glue:text}`direct32_underflow` of the 200 inputs (the smallest $p$ here has
 # $\log_{10} p$ = {glue:text}`log10_p_min:.0f`), while the log-space value is finite for
 # {glue:text}`logspace_finite` of 200.
-
-# %% [markdown]
-# ## Check (c): Bayesian linear regression, where the delta method is exact
-#
-# For a model linear in its parameters, $f(x) = \phi(x)^\top w$, the first-order
-# expansion has no remainder, and with a Gaussian prior and noise the posterior
-# covariance $\Sigma$ is known in closed form. So $g^\top\Sigma g$ with $g = \nabla_w f$
-# (computed here by automatic differentiation) must equal the closed-form predictive
-# variance, which we compute by a different route (the kernel form, which never forms
-# $\Sigma$). The data have a gap between $x = -1$ and $x = 1$.
 
 # %% [markdown]
 # ## Check (c): Bayesian linear regression, where the delta method is exact
@@ -265,20 +238,6 @@ glue_figure("fig_blr", derivation.figure_blr(result))
 # the data explicitly, subtracting what the training-point gradients explain:
 # $\Theta(x,x) - \Theta(x,X)\,(\Theta(X,X) + \lambda I)^{-1}\,\Theta(X,x)$.
 
-# %% [markdown]
-# ## Check (d): the isotropic score is the diagonal of the tangent kernel
-#
-# Under $\Sigma = \sigma^2 I$, the delta-method covariance between the outputs at two
-# inputs is $\sigma^2\,\nabla_\theta f(x)^\top\nabla_\theta f(x') = \sigma^2\,\Theta(x, x')$,
-# the **neural tangent kernel** {cite}`jacot2018neural` at $\theta^*$. The isotropic score is its diagonal,
-# $\lVert\nabla_\theta f(x)\rVert^2 = \Theta(x,x)$. We train an MLP on the gap data and
-# compute both.
-#
-# What this implies: $\Theta(x,x)$ depends on the training data *only through*
-# $\theta^*$. A Bayesian treatment of the linearised network would instead condition on
-# the data explicitly, subtracting what the training-point gradients explain:
-# $\Theta(x,x) - \Theta(x,X)\,(\Theta(X,X) + \lambda I)^{-1}\,\Theta(X,x)$.
-
 # %%
 glue_figure("fig_ntk", derivation.figure_ntk(result))
 
@@ -305,14 +264,6 @@ glue_figure("fig_ntk", derivation.figure_ntk(result))
 # variance is an empirical question, which chapters 4 and 5 test against MCMC, and
 # which, by the tangent-kernel argument, should depend on how much training changes
 # the gradients (it changes them less as networks get wider).
-
-# %% [markdown]
-# ## Check (e): the law of total variance
-#
-# Under the perturbation $\theta \sim \mathcal N(\theta^*, \sigma^2 I)$ of check (a), the
-# indicator of the label has variance $\bar p(1-\bar p)$ with $\bar p = \mathbb E_\theta[p]$.
-# The decomposition $\bar p(1-\bar p) = \mathbb E[p(1-p)] + \operatorname{Var}[p]$ holds
-# exactly for any distribution of $p$, so on the same samples it must hold to rounding.
 
 # %% [markdown]
 # ## Check (e): the law of total variance

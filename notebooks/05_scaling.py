@@ -295,9 +295,9 @@ if "trend" in result.tables:
 # - The lowest ρ ({glue:text}`worst_rho:.3f`, {glue:text}`worst_label`):
 #   {glue:text}`worst_sampler_reading` {glue:text}`worst_factor_reading` No setting is left out for its ρ.
 # - The tangent-kernel view predicts agreement only if a growing share of ‖g‖² falls outside the span
-#   of the training gradients. Measured, that share goes from {glue:text}`span_small:.2e` (smallest
-#   network) to {glue:text}`span_large:.2e` (largest), and the rank agreement of ‖∇f‖² with the
-#   GGN-Laplace variance from {glue:text}`iso_ggn_small:.3f` to {glue:text}`iso_ggn_large:.3f`.
+#   of the training gradients. Measured, that share {glue:text}`span_words`; the rank agreement of
+#   ‖∇f‖² with the GGN-Laplace variance goes from {glue:text}`iso_ggn_small:.3f` (smallest network) to
+#   {glue:text}`iso_ggn_large:.3f` (largest).
 # - "Isotropic" is a statement about coordinates: under the fan-in prior the prior-weighted norm is the
 #   isotropic estimate of the NTK parameterisation, so the two can rank points differently (under the
 #   plain prior they coincide).

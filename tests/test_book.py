@@ -58,6 +58,32 @@ def test_chapters_read_narrative_first(smoke_book: Path) -> None:
         assert not re.search(r"\|\s*:?-{3,}:?\s*\|", prose), f"{page}: a Markdown table is left as text"
 
 
+def _text(html: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", html))
+
+
+def test_no_page_repeats_a_heading(smoke_book: Path) -> None:
+    """A section printed twice (its heading and introduction before and after the code that runs it)."""
+    for page in toc_files():
+        html = (smoke_book / f"{page}.html").read_text()
+        article = re.search(r"<article\b.*?</article>", html, flags=re.S)  # not the theme's header
+        html = article.group(0) if article else html
+        heads = [_text(h).replace("#", "").strip() for h in re.findall(r"<h[1-4][^>]*>(.*?)</h[1-4]>", html, flags=re.S)]
+        repeated = sorted({h for h in heads if heads.count(h) > 1})
+        assert not repeated, f"{page}: headings printed more than once: {repeated}"
+
+
+def test_no_sentence_glues_two_equal_ends(smoke_book: Path) -> None:
+    """'goes from 1.00e-12 to 1.00e-12': a range whose two computed ends read the same says nothing."""
+    for page in toc_files():
+        html = (smoke_book / f"{page}.html").read_text()
+        prose = re.sub(r"<(pre|table|script|style)\b.*?</\1>", "", html, flags=re.S)
+        ends = [(a.rstrip(".,;:)"), b.rstrip(".,;:)"))
+                for a, b in re.findall(r"\bfrom (\S+) (?:\([^)]*\) )?to (\S+)", _text(prose))]
+        same = [a for a, b in ends if a == b and re.fullmatch(r"[-−]?\d[\d.,]*(e[-+]?\d+)?%?", a)]
+        assert not same, f"{page}: a range whose two ends are equal: from {same[0]} to {same[0]}"
+
+
 def test_intro_shows_the_method_diagram(smoke_book: Path) -> None:
     html = (smoke_book / "book/intro.html").read_text()
     assert 'class="gnuq-diagram"' in html and "<svg" in html, "the method diagram is not in the introduction"

@@ -118,7 +118,7 @@ def _rows(p: Params, key: tuple[str, str, int, int, int], r: dict[str, Any],
             rho_ggn=metrics.spearman(ntk["ggn_f"], q["ref"]["var_f"]),
             rho_iso_vs_ggn=metrics.spearman(ntk["iso_f"], ntk["ggn_f"]),
             rho_alea=metrics.spearman(q["est"]["aleatoric"], q["ref"]["var_p"]) if cls else np.nan,
-            span_resid=float(np.median(np.clip(1 - ntk["span_frac"], 1e-12, None))),
+            span_resid=float(np.median(np.clip(1 - ntk["span_frac"], SPAN_FLOOR, None))),
             rank=int(ntk["rank"][0]), out_share=float(np.median(ntk["out_share"])),
             rho_iso_dist=metrics.spearman(ntk["iso_f"], np.linalg.norm(r["data"].queries[qname], axis=1)),
             split=q["split"]["rho_half"], divergences=diag["divergences"], saturation=diag["treedepth_saturation"],
@@ -300,6 +300,22 @@ def _worst_readings(worst: Any, n_queries: dict[str, int]) -> dict[str, str]:
     }
 
 
+SPAN_FLOOR = 1e-12
+"""The share of ‖g‖² outside the training gradients' span is clipped here (float rounding)."""
+
+
+def span_words(small: float, large: float) -> str:
+    """How the share of ‖g‖² outside the span of the training gradients moves with size, in words
+    (a share that stays put says so instead of "goes from 1.00e-12 to 1.00e-12")."""
+    if f"{small:.2e}" != f"{large:.2e}":
+        return f"goes from {small:.2e} (smallest network) to {large:.2e} (largest)"
+    if small <= SPAN_FLOOR * 1.0001:
+        return (f"stays at the floor of the computation (below {SPAN_FLOOR:.0e}) from the smallest network to the "
+                "largest: the training gradients span every query's gradient, so this view gives no reason for a "
+                "trend at these sizes")
+    return f"stays at {small:.2e} from the smallest network to the largest"
+
+
 def _tangent_kernel(df: Any, out: Result) -> None:
     """The tangent-kernel summaries of the smallest and the largest network, and the output layer's
     share and the distance correlation of the widest depth-1 network per prior."""
@@ -308,6 +324,7 @@ def _tangent_kernel(df: Any, out: Result) -> None:
                       span_small=float(smallest.span_resid.mean()), span_large=float(largest.span_resid.mean()),
                       iso_ggn_small=float(smallest.rho_iso_vs_ggn.mean()),
                       iso_ggn_large=float(largest.rho_iso_vs_ggn.mean()))
+    out.values["span_words"] = span_words(out.values["span_small"], out.values["span_large"])
     widest = df[(df.depth == 1) & (df.width == df.width.max()) & (df.queries == "grid")]
     for pr in ("plain", "fan_in"):  # NaN for a prior this run left out
         sub = widest[widest.prior == pr]

@@ -82,3 +82,9 @@ def test_params() -> None:
     assert scaling.Params.for_profile("full") == scaling.Params()
     quick = scaling.Params.for_profile("quick")
     assert (quick.widths, quick.deep_widths, quick.n_boot, quick.store_verify) == ([4, 16, 64], [], 300, 2)
+
+
+def test_a_share_that_stays_put_is_said_so() -> None:
+    assert scaling.span_words(1e-12, 1e-12).startswith("stays at the floor of the computation (below 1e-12)")
+    assert scaling.span_words(0.25, 0.25) == "stays at 2.50e-01 from the smallest network to the largest"
+    assert scaling.span_words(1e-3, 0.2) == "goes from 1.00e-03 (smallest network) to 2.00e-01 (largest)"
