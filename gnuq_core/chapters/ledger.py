@@ -149,6 +149,22 @@ def _verdict_cell(verdict: str, profile: str) -> str:
             f'{html.escape(claims.verdict_label(verdict, profile))}</span>')
 
 
+TALLY_WORDS = {claims.REPRODUCED: "reproduced", claims.PARTLY: "partly reproduced",
+               claims.NOT_REPRODUCED: "not reproduced", claims.INCONCLUSIVE: "inconclusive with our data",
+               claims.NOT_MEASURED: "not yet measured in this build"}
+
+
+def verdict_tally(rows: list[dict[str, Any]]) -> str:
+    """The verdicts in one sentence that names the claims: "2 reproduced (C3, C5), 4 not
+    reproduced (C1, C2, C6, C7), …" (verdicts no claim reached are left out)."""
+    parts = []
+    for verdict in claims.VERDICTS:
+        ids = [r["id"] for r in rows if r["verdict"] == verdict]
+        if ids:
+            parts.append(f"{len(ids)} {TALLY_WORDS.get(verdict, verdict)} ({', '.join(ids)})")
+    return "; ".join(parts)
+
+
 def reproduction_table(rows: list[dict[str, Any]], profile: str, chapters: list[str]) -> str:
     """Each claim as a reproduction report gives it: the paper's number, ours with its 95 %
     interval, the tolerance (the rule), the verdict; each claim linked to its section."""
@@ -236,6 +252,7 @@ def run(p: Params, profile: str, built_at: str = "") -> Result:
     out = Result()
     for verdict in claims.VERDICTS:
         out.values[f"n_{verdict.replace(' ', '_')}"] = sum(r["verdict"] == verdict for r in rows)
+    out.values["verdict_tally"] = verdict_tally(rows)
     state = git_state()
     edition = "paper edition" if is_paper_edition(profile) else "preview"
     out.values.update(

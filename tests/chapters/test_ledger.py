@@ -40,6 +40,8 @@ def test_each_claim_gets_a_card_that_stands_alone(recorded: Path) -> None:
     assert "inconclusive" in c3 and "the data cannot decide: too little data: 1 seeds (needs ≥ 5)" in c3
     assert result.values["n_reproduced"] == 1 and result.values["n_inconclusive"] == 1
     assert result.values["n_not_yet_measured"] == len(claims.CLAIMS) - 2
+    tally = result.values["verdict_tally"]  # the intro's sentence names the claims
+    assert tally.startswith("1 reproduced (C1); 1 inconclusive with our data (C3); 7 not yet measured in this build (C2,")
     assert "C1" in result.tables["summary"].plain and "parts" not in result.tables
 
 
