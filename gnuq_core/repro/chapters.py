@@ -190,13 +190,25 @@ def run_chapter(selector: str, profile: str = "quick", out_dir: Path | None = No
     changed = "".join(f" {k}={v!r}" for k, v in (extra or {}).items())
     print(f"[{source.stem}] profile={profile}{' with' + changed if changed else ''} → {target.relative_to(REPO_ROOT) if target.is_relative_to(REPO_ROOT) else target}",
           flush=True)
-    papermill.execute_notebook(str(target), str(target), parameters=params, kernel_name="python3",
-                               cwd=str(REPO_ROOT), progress_bar=False, log_output=False)
+    try:
+        papermill.execute_notebook(str(target), str(target), parameters=params, kernel_name="python3",
+                                   cwd=str(REPO_ROOT), progress_bar=False, log_output=False)
+    except papermill.PapermillExecutionError as err:
+        if err.ename not in ONE_LINE_ERRORS:
+            raise  # a bug in the chapter: its traceback is the report
+        raise ChapterError(f"chapter {source.stem} stopped: {err.ename}: {err.evalue} (the executed cells are in "
+                           f"{target})") from None
     seconds = time.time() - started
     print(f"[{source.stem}] done in {seconds:.1f} s", flush=True)
     if record_time:
         save_chapter_time(source.stem, profile, seconds)
     return target
+
+
+ONE_LINE_ERRORS = frozenset({"ResultsDisagree", "StoreDamaged", "StoreIncomplete", "ChapterError", "DamagedFile",
+                             "FileNotFoundError", "UsageError"})
+"""Errors inside a chapter that are about its inputs (a damaged or incomplete results store, a
+missing data file, a bad parameter), not a bug: `gnuq chapter run` reports them in one line."""
 
 
 def chapter_times() -> dict[str, dict[str, dict[str, Any]]]:

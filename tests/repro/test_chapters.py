@@ -129,3 +129,25 @@ def test_value_out_of_range_is_refused_before_the_output_folder_changes(tmp_path
     (tmp_path / "file").write_text("x")
     assert chapters.main(["run", "01", "--out", str(tmp_path / "file")]) == 2
     assert "is a file: give a folder" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("ename, one_line", [("ResultsDisagree", True), ("StoreDamaged", True),
+                                             ("ZeroDivisionError", False)])
+def test_a_damaged_store_inside_a_chapter_is_one_line_a_bug_its_traceback(ename: str, one_line: bool, tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch,
+                                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    import papermill
+
+    def fails(*args: object, **kwargs: object) -> None:
+        raise papermill.PapermillExecutionError(3, 3, "result = run(params)", ename,
+                                                "results/x.jsonl: item width96 ... stored 8.78, recomputed 5.85", [])
+
+    monkeypatch.setattr(papermill, "execute_notebook", fails)
+    if not one_line:
+        with pytest.raises(papermill.PapermillExecutionError):
+            chapters.main(["run", "01", "--profile", "smoke", "--out", str(tmp_path)])
+        return
+    assert chapters.main(["run", "01", "--profile", "smoke", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: chapter 01_derivation stopped: {ename}: results/x.jsonl: item "
+                                               "width96") and str(tmp_path) in err[0]
