@@ -91,3 +91,35 @@ class ScriptedLM(torch.nn.Module):
         if self.second is not None and step == 0:
             logits[:, :, self.second] = 5.0
         return SimpleNamespace(logits=logits, cache=step)
+
+
+def tiny_gpt2(dtype=torch.float64, seed: int = 0, vocab: int = VOCAB):
+    """GPT-2 layout: LayerNorm, Conv1D, learned positions, tied head."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(seed)
+    cfg = GPT2Config(vocab_size=vocab, n_embd=16, n_layer=2, n_head=2, n_positions=512, bos_token_id=1,
+                     eos_token_id=2, pad_token_id=0)
+    return GPT2LMHeadModel(cfg).to(dtype).eval()
+
+
+def tiny_pythia(dtype=torch.float64, seed: int = 0, vocab: int = VOCAB):
+    """Pythia (GPT-NeoX) layout: LayerNorm with biases, fused QKV Linear, rotary, untied head."""
+    from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
+
+    torch.manual_seed(seed)
+    cfg = GPTNeoXConfig(vocab_size=vocab, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+                        num_attention_heads=2, max_position_embeddings=512, bos_token_id=1, eos_token_id=2,
+                        pad_token_id=0)
+    return GPTNeoXForCausalLM(cfg).to(dtype).eval()
+
+
+def tiny_opt(dtype=torch.float64, seed: int = 0, vocab: int = VOCAB):
+    """OPT layout: LayerNorm, learned positions with an offset, the MLP on flattened positions."""
+    from transformers import OPTConfig, OPTForCausalLM
+
+    torch.manual_seed(seed)
+    cfg = OPTConfig(vocab_size=vocab, hidden_size=16, ffn_dim=32, num_hidden_layers=2, num_attention_heads=2,
+                    max_position_embeddings=512, word_embed_proj_dim=16, bos_token_id=1, eos_token_id=2,
+                    pad_token_id=0)
+    return OPTForCausalLM(cfg).to(dtype).eval()

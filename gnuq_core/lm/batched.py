@@ -26,6 +26,7 @@ batch): equal to 1e-6.
 
 from __future__ import annotations
 
+import inspect
 import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -48,28 +49,37 @@ NormRule = Callable[[torch.nn.Module, torch.Tensor, torch.Tensor, torch.Tensor],
 """``rule(module, input, output_grad, mask) -> {parameter attribute: per-answer squared norms (B,)}``;
 ``input`` and ``output_grad`` have the batch first, ``mask`` (B, T) marks the real positions."""
 
-NORM_RULES: dict[str, NormRule] = {}
-"""Per-answer norm rules by module class name (`register_norm_rule`); `rule_for` looks them up."""
+NORM_RULES: dict[str | type, NormRule] = {}
+"""Per-answer norm rules by module class name or class (`register_norm_rule`); `rule_for` looks them up."""
 
 _FIX = "run the model in float32 (dtype='float32') and check the prompts/answers for unusual input"
 
 
-def register_norm_rule(*class_names: str) -> Callable[[NormRule], NormRule]:
-    """Register ``rule`` for modules of these class names (a suffix match: ``"RMSNorm"``
-    covers ``LlamaRMSNorm`` and ``Gemma3RMSNorm``)."""
+def register_norm_rule(*keys: str | type) -> Callable[[NormRule], NormRule]:
+    """Register ``rule`` for modules of these classes.
+
+    A class name is a suffix match (``"RMSNorm"`` covers ``LlamaRMSNorm`` and
+    ``Gemma3RMSNorm``); a class (``torch.nn.LayerNorm``) covers that class and its subclasses
+    that keep its ``forward`` (a subclass that computes something else needs its own rule).
+    """
     def deco(rule: NormRule) -> NormRule:
-        for name in class_names:
-            NORM_RULES[name] = rule
+        for key in keys:
+            NORM_RULES[key] = rule
         return rule
     return deco
 
 
 def rule_for(module: torch.nn.Module) -> NormRule | None:
-    """The registered rule of ``module``'s class (exact name first, then the longest suffix)."""
-    name = type(module).__name__
+    """The registered rule of ``module``'s class: its exact name first, then a registered class
+    whose ``forward`` it runs, then the longest registered name suffix."""
+    cls = type(module)
+    name = cls.__name__
     if name in NORM_RULES:
         return NORM_RULES[name]
-    matches = [k for k in NORM_RULES if name.endswith(k)]
+    for key, rule in NORM_RULES.items():
+        if isinstance(key, type) and issubclass(cls, key) and cls.forward is key.forward:
+            return rule
+    matches = [k for k in NORM_RULES if isinstance(k, str) and name.endswith(k)]
     return NORM_RULES[max(matches, key=len)] if matches else None
 
 
@@ -112,6 +122,76 @@ def rms_norm_rule(module: torch.nn.Module, x: torch.Tensor, g: torch.Tensor, mas
     return {"weight": (grad ** 2).sum(1)}
 
 
+@register_norm_rule(torch.nn.LayerNorm)
+def layer_norm_rule(module: torch.nn.Module, x: torch.Tensor, g: torch.Tensor, mask: torch.Tensor
+                    ) -> dict[str, torch.Tensor]:
+    """``Σ_t g_bt ⊙ x̂_bt`` (weight) and ``Σ_t g_bt`` (bias) per answer, with x̂ the input
+    standardised over ``normalized_shape`` as ``nn.LayerNorm`` does it (GPT-2, OPT, Pythia)."""
+    shape = tuple(module.normalized_shape)
+    xhat = F.layer_norm(x, shape, eps=module.eps)
+    flat = (x.shape[0], x.shape[1], -1)
+    out = {}
+    if module.weight is not None:
+        grad = _per_answer((g.to(xhat.dtype) * xhat).reshape(flat), mask).sum(1, dtype=torch.float64)
+        out["weight"] = (grad ** 2).sum(1)
+    if module.bias is not None:
+        out["bias"] = (_per_answer(g.reshape(flat), mask).sum(1, dtype=torch.float64) ** 2).sum(1)
+    return out
+
+
+@register_norm_rule(torch.nn.Embedding)
+def embedding_rule(module: torch.nn.Module, x: torch.Tensor, g: torch.Tensor, mask: torch.Tensor
+                   ) -> dict[str, torch.Tensor]:
+    """An embedding other than the input one (GPT-2's learned positions): the gradient of row r
+    is ``Σ_{t: x_bt = r} g_bt``, so ``‖G_b‖² = Σ_{t,s: x_bt = x_bs} ⟨g_bt, g_bs⟩`` over the real
+    positions (the padding index gets no gradient)."""
+    if x.dim() != 2 or x.shape != mask.shape:
+        raise ValueError(f"batched norms: {type(module).__name__} was called on indices of shape {tuple(x.shape)}, "
+                         f"not one row per answer {tuple(mask.shape)}; score one answer at a time")
+    real = mask.bool()
+    if module.padding_idx is not None:
+        real = real & (x != module.padding_idx)
+    same = (x[:, :, None] == x[:, None, :]) & real[:, :, None] & real[:, None, :]
+    gb = _float(g).double()
+    return {"weight": ((gb @ gb.transpose(1, 2)) * same).sum((1, 2))}
+
+
+@register_norm_rule("OPTLearnedPositionalEmbedding")
+def distinct_rows_rule(module: torch.nn.Module, x: torch.Tensor, g: torch.Tensor, mask: torch.Tensor
+                       ) -> dict[str, torch.Tensor]:
+    """A learned position embedding whose positions are distinct within an answer (OPT's, fed
+    ``position_ids`` 0, 1, …): ``‖G_b‖² = Σ_t ‖g_bt‖²`` over the real positions."""
+    gb = _per_answer(_float(g), mask).double()
+    return {"weight": (gb * gb).sum((1, 2))}
+
+
+def _register_conv1d() -> None:
+    """transformers' ``Conv1D`` (GPT-2's attention and MLP) is a linear layer with a transposed
+    weight: the same ghost norms (`linear_rule`)."""
+    try:
+        from transformers.pytorch_utils import Conv1D
+    except ImportError:  # pragma: no cover - transformers is a dependency
+        return
+    register_norm_rule(Conv1D)(linear_rule)
+
+
+_register_conv1d()
+
+
+def _batch_shape(x: torch.Tensor | None, y: Any, mask: torch.Tensor) -> tuple[int, ...] | None:
+    """``(B,)`` if the module's input and output have the batch first, ``(B, T)`` if both are the
+    batch's positions flattened batch-major (OPT's MLP), None if neither (a module that mixes
+    the answers' rows cannot have its norm split per answer)."""
+    if x is None or not isinstance(y, torch.Tensor) or x.dim() == 0 or y.dim() == 0:
+        return None
+    b, t = mask.shape
+    if x.shape[0] == y.shape[0] == b:
+        return (b,)
+    if x.shape[0] == y.shape[0] == b * t:
+        return (b, t)
+    return None
+
+
 @contextmanager
 def _rule_hooks(modules: Mapping[torch.nn.Module, list[tuple[int, str]]], mask: torch.Tensor
                 ) -> Iterator[dict[int, torch.Tensor]]:
@@ -122,22 +202,31 @@ def _rule_hooks(modules: Mapping[torch.nn.Module, list[tuple[int, str]]], mask: 
     handles = []
 
     def hook_for(mod: torch.nn.Module, params: list[tuple[int, str]], rule: NormRule) -> Callable[..., Any]:
-        def forward_hook(m: torch.nn.Module, inputs: tuple[torch.Tensor, ...], y: torch.Tensor) -> None:
-            if not torch.is_grad_enabled() or not y.requires_grad:
-                return
+        def forward_hook(m: torch.nn.Module, inputs: tuple[torch.Tensor, ...], y: torch.Tensor) -> torch.Tensor | None:
+            if not torch.is_grad_enabled():
+                return None
             if id(m) in called:
                 raise RuntimeError(f"batched norms: the module {type(m).__name__} was called twice in one pass; "
                                    "its per-answer norm would miss the cross terms")
             called.add(id(m))
-            x = inputs[0].detach()
+            x = inputs[0].detach() if inputs and isinstance(inputs[0], torch.Tensor) else None
+            shape = _batch_shape(x, y, mask)
+            if shape is None:
+                raise RuntimeError(f"batched norms: the module {type(m).__name__} did not see one row per answer "
+                                   f"(batch of {mask.shape[0]}); its per-answer norm cannot be split: score one "
+                                   "answer at a time (gnuq_core.lm.scoring.score_many with batch_size=1)")
+            if not y.requires_grad:  # an input that carries no gradient (position indices): start one here
+                y = y.detach().requires_grad_(True)
 
             def grad_hook(g: torch.Tensor) -> None:
-                norms = rule(m, x, g.detach(), mask)
+                norms = rule(m, x.reshape(*shape, *x.shape[1:]) if len(shape) == 2 else x,
+                             g.detach().reshape(*shape, *g.shape[1:]) if len(shape) == 2 else g.detach(), mask)
                 for k, attr in params:
                     v = norms[attr]
                     sq[k] = sq[k] + v if k in sq else v
 
             y.register_hook(grad_hook)
+            return y
         return forward_hook
 
     try:
@@ -148,6 +237,15 @@ def _rule_hooks(modules: Mapping[torch.nn.Module, list[tuple[int, str]]], mask: 
     finally:
         for h in handles:
             h.remove()
+
+
+def _takes_positions(decoder: torch.nn.Module) -> bool:
+    """Whether the decoder takes ``position_ids``: given one row per answer, a learned position
+    embedding (GPT-2's, OPT's) sees the batch, not one row shared by every answer."""
+    try:
+        return "position_ids" in inspect.signature(decoder.forward).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def _owners(model: Any, wanted: set[int]) -> dict[torch.nn.Module, list[tuple[int, str]]]:
@@ -259,7 +357,10 @@ def _batched(model: Any, prompts: list[list[int]], answers: list[list[int]], gro
                                                  (torch.arange(b * t_max, device=dev).reshape(b, t_max),))
             finally:
                 emb_mod.padding_idx = old_pad
-            hidden = decoder_of(model)(inputs_embeds=emb, attention_mask=mask, use_cache=False).last_hidden_state
+            decoder = decoder_of(model)
+            extra = {"position_ids": torch.arange(t_max, device=dev).expand(b, t_max)} if _takes_positions(decoder) \
+                else {}
+            hidden = decoder(inputs_embeds=emb, attention_mask=mask, use_cache=False, **extra).last_hidden_state
             h_ans = hidden[ex, pos]
             with torch.no_grad():
                 z = F.linear(h_ans.detach(), w_out.detach(), bias.detach() if bias is not None else None)
