@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-__all__ = ["SIGINT_EXIT", "BAD_INPUT_EXIT", "OptionError", "UsageError", "OneLineParser", "run_command", "Rule",
-           "OPTIONS", "MAX_THREADS", "MAX_SIZE", "flag", "group_list", "groups_value", "one_group", "output_path",
-           "finite_problem", "size_problem"]
+__all__ = ["SIGINT_EXIT", "BAD_INPUT_EXIT", "OptionError", "UsageError", "InputTypeError", "OneLineParser",
+           "run_command", "Rule", "OPTIONS", "MAX_THREADS", "MAX_SIZE", "flag", "group_list", "groups_value",
+           "one_group", "output_path", "finite_problem", "size_problem"]
 
 MAX_THREADS = 4 * (os.cpu_count() or 1)
 """More torch threads than four per core only oversubscribe the machine (and libgomp
@@ -63,6 +63,12 @@ class UsageError(ValueError):
     """A command-line value that cannot be used (reported as one ``error:`` line, exit 2)."""
 
 
+class InputTypeError(TypeError):
+    """A value of the wrong type given to a public function (a ``str`` where a list of prompts
+    belongs, a model of another kind): a `TypeError` the entry points report as one ``error:``
+    line (exit 2), unlike a bug's ``TypeError``."""
+
+
 class OneLineParser(argparse.ArgumentParser):
     """An ArgumentParser whose usage errors are one line on stderr (exit status 2): every
     entry point's parser."""
@@ -92,7 +98,8 @@ def run_command(body: Callable[[], int], *, interrupted: str | Callable[[], str]
     """Run one command of an entry point under the entry points' one error policy.
 
     - bad input: a `ValueError` (every gnuq input error is one: options, files, models,
-      prompts, chapters), `FileNotFoundError`, `FloatingPointError` or one of ``bad_input``
+      prompts, chapters), an `InputTypeError`, `FileNotFoundError`, `FloatingPointError` or
+      one of ``bad_input``
       prints one ``error:`` line (``message(err)``, newlines folded) and returns
       `BAD_INPUT_EXIT`;
     - a ``torchrun`` rank that lost its peer (`gnuq_core.repro.shards.PeerLost`) prints its line
@@ -119,7 +126,7 @@ def run_command(body: Callable[[], int], *, interrupted: str | Callable[[], str]
         if isinstance(err, PeerLost):
             print(f"error: {err}", file=sys.stderr)
             return PEER_LOST_EXIT
-        if isinstance(err, (ValueError, FileNotFoundError, FloatingPointError, *bad_input)):
+        if isinstance(err, (ValueError, InputTypeError, FileNotFoundError, FloatingPointError, *bad_input)):
             print(f"error: {' '.join((message(err) or type(err).__name__).split())}", file=sys.stderr)
             return BAD_INPUT_EXIT
         raise

@@ -14,6 +14,7 @@ true, in the same format.
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
 
 __all__ = ["STYLES", "FEWSHOT_EXAMPLES", "PromptError", "format_prompt", "encode_prompt", "encode_answer",
@@ -36,11 +37,13 @@ class PromptError(ValueError):
 
 
 def check_text(text: str, what: str) -> None:
-    """Raise `PromptError` if ``text`` holds characters that are not valid Unicode text.
+    """Raise `PromptError` unless ``text`` is valid Unicode text with something to read.
 
     Bytes that are not UTF-8 reach Python as lone surrogates (``"\\udce9"``, from a
     command-line argument or a file read with ``errors="surrogateescape"``); tokenizers
-    reject them with an obscure ``TypeError``.
+    reject them with an obscure ``TypeError``. A NUL character (a binary file, a C string's
+    end) and a text made only of control, format and zero-width characters (U+200B) are
+    refused too: a model would be asked a question nobody can see.
     """
     try:
         text.encode("utf-8")
@@ -48,6 +51,19 @@ def check_text(text: str, what: str) -> None:
         raw = text[err.start].encode("utf-8", "surrogateescape")
         raise PromptError(f"the {what} is not valid UTF-8 text (byte 0x{raw.hex()} at character {err.start}): "
                           "save or type it as UTF-8") from None
+    nul = text.find("\x00")
+    if nul >= 0:
+        raise PromptError(f"the {what} contains a NUL character (U+0000) at character {nul}: remove it (is it a "
+                          "binary file?)")
+    if not any(_visible(ch) for ch in text):
+        raise PromptError(f"the {what} has no visible character (only control, format or zero-width characters "
+                          f"such as U+200B): pass the {what} as readable text")
+
+
+def _visible(ch: str) -> bool:
+    """A character that shows: not whitespace, a control, format (zero-width), unassigned or
+    private-use character."""
+    return not ch.isspace() and unicodedata.category(ch)[0] not in "CZ"
 
 
 def check_style(tokenizer: Any, style: str) -> None:
@@ -75,10 +91,28 @@ def format_prompt(tokenizer: Any, question: str, style: str, *, brief: bool = Tr
     q = question.strip()
     if style == "chat":
         content = (CHAT_INSTRUCTION + q) if brief else q
-        return tokenizer.apply_chat_template([{"role": "user", "content": content}], tokenize=False,
-                                             add_generation_prompt=True)
+        return _apply_chat_template(tokenizer, content)
     shots = "".join(f"Q: {sq}\nA: {sa}\n\n" for sq, sa in FEWSHOT_EXAMPLES)
     return f"{shots}Q: {q}\nA:"
+
+
+def _apply_chat_template(tokenizer: Any, content: str) -> str:
+    """One user turn through the tokenizer's chat template; a template that jinja2 refuses (its
+    sandbox stops one that reaches for Python internals: template injection) or that raises is a
+    `PromptError` naming the fix, not a traceback from inside jinja2."""
+    from jinja2.exceptions import SecurityError, TemplateError
+
+    try:
+        return tokenizer.apply_chat_template([{"role": "user", "content": content}], tokenize=False,
+                                             add_generation_prompt=True)
+    except SecurityError as err:
+        raise PromptError(f"the model's chat template tried something jinja2's sandbox forbids ({err}): it may be "
+                          "malicious (template injection); do not use this model's template: use the few-shot style "
+                          "(style='fewshot', CLI --style fewshot) or set tokenizer.chat_template to a trusted "
+                          "template") from None
+    except TemplateError as err:
+        raise PromptError(f"the model's chat template failed: {err}; use the few-shot style (style='fewshot', CLI "
+                          "--style fewshot) or fix tokenizer.chat_template") from None
 
 
 def encode_prompt(tokenizer: Any, text: str, style: str) -> list[int]:

@@ -22,6 +22,7 @@ chat header). The message says how many tokens are too many.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -32,12 +33,19 @@ from gnuq_core.estimators import sequence_and_normalized
 from gnuq_core.lm.batched import batchable, batched_forward_backward
 from gnuq_core.lm.decoding import Generation, generate
 from gnuq_core.lm.gradient import GradientPass, forward_backward, reference_pass
-from gnuq_core.lm.prompts import encode_answer, encode_prompt, format_prompt
+from gnuq_core.lm import validate
+from gnuq_core.lm.prompts import STYLES, encode_answer, encode_prompt, format_prompt
+from gnuq_core.options import OPTIONS
 
-__all__ = ["ScoreResult", "PREDICTIONS", "BACKENDS", "score", "score_many"]
+__all__ = ["ScoreResult", "PREDICTIONS", "BACKENDS", "BatchingFallback", "score", "score_many"]
 
 PREDICTIONS = ("sequence", "normalized")
 BACKENDS = ("fast", "reference")
+
+
+class BatchingFallback(UserWarning):
+    """`score_many` scores one answer at a time because a selected parameter's module type has no
+    per-answer norm rule (`gnuq_core.lm.batched.register_norm_rule` adds one): same numbers, slower."""
 
 
 @dataclass
@@ -115,8 +123,24 @@ def score(model: Any, tokenizer: Any, prompt: str, answer: str | None = None, *,
     Returns
     -------
     ScoreResult
+
+    Raises
+    ------
+    InputTypeError
+        (a `TypeError`) before any pass, for an argument of the wrong type: a prompt that is
+        not a str, a model that is not a causal LM with an LM head (a masked LM, a seq2seq
+        model, a plain ``nn.Module``), a tokenizer that is not one (`gnuq_core.lm.validate`).
+    ValueError
+        Before any pass, for an empty or invisible prompt or answer, an unknown option, weights
+        on the meta device or in an integer dtype; `PromptError` for a prompt too long for the
+        context.
     """
-    _check_choices(prediction, backend)
+    _check_arguments(model, tokenizer, style, brief, max_new_tokens, groups, per_group, prediction, backend)
+    validate.one_text(prompt, "prompt")
+    validate.one_text(answer, "answer", what="answer", optional=True)
+    if generation is not None and not isinstance(generation, Generation):
+        raise validate.InputTypeError(f"generation is a {type(generation).__name__}: pass the Generation a "
+                                      "previous score(...).generation holds, or None")
     prompt_ids, answer_ids, answer_text, generation = _answer(model, tokenizer, prompt, answer, style, brief,
                                                               max_new_tokens, generation)
     run = forward_backward if backend == "fast" else reference_pass
@@ -124,11 +148,18 @@ def score(model: Any, tokenizer: Any, prompt: str, answer: str | None = None, *,
     return _result(answer_text, answer_ids, gp, prediction, generation)
 
 
-def _check_choices(prediction: str, backend: str) -> None:
-    if prediction not in PREDICTIONS:
-        raise ValueError(f"unknown prediction {prediction!r}; use one of {', '.join(PREDICTIONS)}")
-    if backend not in BACKENDS:
-        raise ValueError(f"unknown backend {backend!r}; use one of {', '.join(map(repr, BACKENDS))}")
+def _check_arguments(model: Any, tokenizer: Any, style: str, brief: bool, max_new_tokens: int, groups: Any,
+                     per_group: bool, prediction: str, backend: str) -> None:
+    """The arguments `score` and `score_many` share, checked once (`gnuq_core.lm.validate`)."""
+    validate.causal_lm(model)
+    validate.tokenizer(tokenizer)
+    validate.choice(style, "style", STYLES)
+    validate.flag(brief, "brief")
+    OPTIONS["max_new_tokens"].check("max_new_tokens", max_new_tokens)
+    validate.group_spec(groups)
+    validate.flag(per_group, "per_group")
+    validate.choice(prediction, "prediction", PREDICTIONS)
+    validate.choice(backend, "backend", BACKENDS)
 
 
 def _answer(model: Any, tokenizer: Any, prompt: str, answer: str | None, style: str, brief: bool,
@@ -163,19 +194,34 @@ def score_many(model: Any, tokenizer: Any, prompts: Sequence[str], answers: Sequ
     (`gnuq_core.lm.batched`, exact per-answer norms) where the model allows it
     (`gnuq_core.lm.batched.batchable`: every selected parameter's module type has a norm
     rule); otherwise, and with ``backend="reference"`` or ``batch_size=1``, one at a time.
-    Arguments as in `score`; ``batch_size`` answers per pass (≥ 1; larger batches pay off
-    most on a GPU).
+    Arguments as in `score`; ``prompts`` a list of str and ``answers`` a list of the same
+    length (str, or None to generate) or None (generate all); ``batch_size`` answers per pass
+    (≥ 1; larger batches pay off most on a GPU). When the model cannot be batched, one
+    `BatchingFallback` warning says which module type lacks a rule.
+
+    Raises
+    ------
+    InputTypeError, ValueError
+        As `score` does, before any pass; also for a bare ``str`` given as ``prompts`` or
+        ``answers`` and for lists of different lengths (`gnuq_core.lm.validate`).
     """
-    _check_choices(prediction, backend)
+    _check_arguments(model, tokenizer, style, brief, max_new_tokens, groups, per_group, prediction, backend)
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size={batch_size!r}: use a whole number ≥ 1")
-    answers = list(answers) if answers is not None else [None] * len(prompts)
-    if len(answers) != len(prompts):
-        raise ValueError(f"{len(prompts)} prompts but {len(answers)} answers")
+    validate.flag(progress, "progress")
+    prompts = validate.text_list(prompts, "prompts")
+    answers = (validate.text_list(answers, "answers", what="answer", optional=True) if answers is not None
+               else [None] * len(prompts))
+    validate.same_length(prompts=prompts, answers=answers)
     pairs = [_answer(model, tokenizer, p, a, style, brief, max_new_tokens, None)
              for p, a in tqdm(list(zip(prompts, answers)), desc="answering", disable=not progress or
                               all(a is not None for a in answers))]
-    batched = backend == "fast" and batch_size > 1 and len(pairs) > 1 and batchable(model, groups) is None
+    batched = backend == "fast" and batch_size > 1 and len(pairs) > 1
+    if batched:
+        why = batchable(model, groups)
+        if why is not None:
+            warnings.warn(f"score_many scores one answer at a time (slower): {why}", BatchingFallback, stacklevel=2)
+            batched = False
     out: list[ScoreResult] = []
     step = batch_size if batched else 1
     for s in tqdm(range(0, len(pairs), step), desc="scoring", disable=not progress):

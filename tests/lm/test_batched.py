@@ -1,5 +1,6 @@
 """gnuq_core.lm.batched: B answers in one pass, each with its own exact ‖∇ log p‖², equal to
-one-at-a-time `forward_backward` (float64, tiny Llama and Gemma-3, different lengths in one batch)."""
+one-at-a-time `forward_backward` (float64; tiny Llama, Gemma-3, GPT-2, Pythia and OPT; different
+lengths in one batch)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from gnuq_core.lm.batched import NORM_RULES, batchable, batched_forward_backward
 from gnuq_core.lm.gradient import forward_backward
 from gnuq_core.lm import scoring
 from gnuq_core.lm.scoring import score, score_many
-from tests.tiny_models import byte_tokenizer, tiny_gemma, tiny_llama
+from tests.tiny_models import byte_tokenizer, tiny_gemma, tiny_gpt2, tiny_llama, tiny_opt, tiny_pythia
 
 PROMPTS = [[1, 40, 41, 42, 43, 44], [1, 50, 51], [1, 60, 61, 62, 63, 64, 65, 66, 67], [1, 0, 70, 70]]
 ANSWERS = [[80, 81, 82], [90], [100, 101, 102, 103, 104, 105], [110, 0, 110]]  # 0: the padding id
@@ -20,8 +21,9 @@ def _close(a: float, b: float, rel: float = 1e-6) -> bool:
     return abs(a - b) <= rel * max(abs(a), abs(b), 1e-300)
 
 
-@pytest.mark.parametrize("make", [lambda: tiny_llama(), lambda: tiny_llama(tied=False), lambda: tiny_gemma()],
-                         ids=["llama-tied", "llama-untied", "gemma3-softcap"])
+@pytest.mark.parametrize("make", [lambda: tiny_llama(), lambda: tiny_llama(tied=False), lambda: tiny_gemma(),
+                                  tiny_gpt2, tiny_pythia, tiny_opt],
+                         ids=["llama-tied", "llama-untied", "gemma3-softcap", "gpt2", "pythia", "opt"])
 @pytest.mark.parametrize("groups", [None, "per_block", "last_block", "lm_head", "no_embeddings"])
 def test_every_answer_gets_its_own_norm(make, groups) -> None:
     model = make()
@@ -105,5 +107,48 @@ def test_a_model_without_rules_is_scored_one_at_a_time(monkeypatch: pytest.Monke
         monkeypatch.setattr(scoring, "batched_forward_backward", lambda *a, **k: pytest.fail("batched"))
         got = score_many(model, tok, ["A?", "B?"], ["x", "y"], progress=False)
         assert [r.answer for r in got] == ["x", "y"]
+    finally:
+        register_norm_rule("RMSNorm")(rule)
+
+
+@pytest.mark.parametrize("make", [tiny_gpt2, tiny_pythia, tiny_opt], ids=["gpt2", "pythia", "opt"])
+def test_layer_norm_models_batch(make) -> None:
+    """LayerNorm (weight and bias), GPT-2's Conv1D and learned positions, OPT's offset positions:
+    every selected parameter has a rule, so score_many batches these models."""
+    assert batchable(make()) is None
+
+
+def test_rules_by_class_cover_subclasses_that_keep_forward() -> None:
+    class Same(torch.nn.LayerNorm):
+        pass
+
+    class Other(torch.nn.LayerNorm):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return super().forward(x) * 2
+
+    assert rule_for(torch.nn.LayerNorm(4)) is rule_for(Same(4)) is not None
+    assert rule_for(Other(4)) is None  # computes something else: it needs its own rule
+
+
+def test_a_module_that_mixes_the_answers_rows_is_refused() -> None:
+    """A module that sees the batch as one row cannot have its norm split per answer: an error, not
+    a wrong number."""
+    model = tiny_llama()
+    layer = model.model.layers[0].mlp.down_proj
+    handle = layer.register_forward_pre_hook(lambda m, inputs: (inputs[0].sum(0, keepdim=True),))
+    try:
+        with pytest.raises(RuntimeError, match="did not see one row per answer"):
+            batched_forward_backward(model, PROMPTS[:2], ANSWERS[:2])
+    finally:
+        handle.remove()
+
+
+def test_falling_back_says_why_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    model, tok = tiny_llama(), byte_tokenizer()
+    rule = NORM_RULES.pop("RMSNorm")
+    try:
+        with pytest.warns(UserWarning, match=r"one answer at a time.*LlamaRMSNorm.*register_norm_rule") as seen:
+            score_many(model, tok, ["A?", "B?", "C?"], ["x", "y", "z"], progress=False)
+        assert len([w for w in seen if "one answer at a time" in str(w.message)]) == 1
     finally:
         register_norm_rule("RMSNorm")(rule)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from gnuq_core.lm.prompts import (FEWSHOT_EXAMPLES, PromptError, check_style, encode_answer, encode_prompt,
-                               format_prompt, p_true_question)
+from gnuq_core.lm.prompts import (FEWSHOT_EXAMPLES, PromptError, check_style, check_text, encode_answer,
+                                   encode_prompt, format_prompt, p_true_question)
 from tests.tiny_models import byte_tokenizer
 
 
@@ -46,7 +46,32 @@ def test_errors_say_what_to_do():
             return {"input_ids": []}
 
     with pytest.raises(PromptError, match="zero tokens"):
+        encode_answer(ZeroTok(), "x", "chat")
+    with pytest.raises(PromptError, match="no visible character"):
         encode_answer(ZeroTok(), "\u200b", "chat")
+
+
+@pytest.mark.parametrize("text", ["\u200b", "\u200b\u200c\u2060\ufeff", "\x01\x02\x7f", "\x1b\x07\t", "\u202e\u200e"])
+def test_invisible_text_is_refused(text: str) -> None:
+    with pytest.raises(PromptError, match="the prompt has no visible character"):
+        format_prompt(byte_tokenizer(), text, "fewshot")
+    check_text("Who? \u200b", "prompt")  # an invisible character inside readable text is kept
+
+
+def test_a_nul_character_is_refused() -> None:
+    with pytest.raises(PromptError, match=r"NUL character \(U\+0000\) at character 3"):
+        format_prompt(byte_tokenizer(), "Who\x00?", "fewshot")
+
+
+@pytest.mark.parametrize("template", ["{{ ''.__class__.__mro__[1].__subclasses__() }}",
+                                      "{% set x = messages.append(1) %}{{ x }}",
+                                      "{{ raise_exception('roles must alternate') }}"])
+def test_a_chat_template_jinja_refuses_is_a_prompt_error(template: str) -> None:
+    tok = byte_tokenizer()
+    tok.chat_template = template
+    with pytest.raises(PromptError, match="chat template") as err:
+        format_prompt(tok, "Who?", "chat")
+    assert "\n" not in str(err.value) and "fewshot" in str(err.value)
 
 
 def test_p_true_question():
