@@ -75,6 +75,11 @@ def _read_prompt(args: argparse.Namespace) -> str:
         if not path.is_file():
             raise UsageError(f"{where}: file not found" if not path.exists() else f"{where} is not a file")
         raw = path.read_bytes()
+    nul = raw.find(b"\x00")
+    if nul >= 0:
+        line = raw.count(b"\n", 0, nul) + 1
+        raise UsageError(f"{where}, line {line}: contains a NUL byte (a binary file, or UTF-16?): save the prompt as "
+                         "UTF-8 text")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as err:

@@ -234,3 +234,34 @@ def test_every_rewritten_library_phrase_is_still_what_the_library_says(tmp_path)
         messages.append(str(err.value))
     for library, _ in cli._CLI_WORDS:
         assert any(library in m for m in messages), f"no library message says {library!r} any more"
+
+
+def test_a_nul_byte_or_an_invisible_prompt_is_one_line(folders, tmp_path, capsys, monkeypatch):
+    import io
+    import sys
+
+    _no_model(monkeypatch)
+    nul = tmp_path / "nul.txt"
+    nul.write_bytes(b"Who wrote\nHam\x00let?")
+    assert main(["score", "--model", str(folders / "chat"), "--prompt-file", str(nul)]) == 2
+    assert capsys.readouterr().err == (f"error: --prompt-file {nul}, line 2: contains a NUL byte (a binary file, or "
+                                       "UTF-16?): save the prompt as UTF-8 text\n")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO("Q?".encode("utf-16"))))
+    assert main(["score", "--model", str(folders / "chat"), "--prompt-file", "-"]) == 2
+    assert "--prompt-file - (standard input), line 1: contains a NUL byte" in capsys.readouterr().err
+    for prompt in ("\u200b", "\x01\x02"):
+        assert main(["score", "--model", str(folders / "chat"), prompt]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "the prompt has no visible character" in err
+
+
+def test_a_chat_template_the_sandbox_stops_is_one_line(tmp_path, capsys):
+    folder = tmp_path / "evil"
+    tiny_llama(dtype=torch.float32).save_pretrained(folder)
+    tok = byte_tokenizer()
+    tok.chat_template = "{{ ''.__class__.__mro__[1].__subclasses__() }}"
+    tok.save_pretrained(folder)
+    assert main(["score", "--model", str(folder), "Who?", "--answer", "x"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: the model's chat template tried something jinja2's sandbox")
+    assert "--style fewshot" in err and "Traceback" not in err
