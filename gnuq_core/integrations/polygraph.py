@@ -31,6 +31,11 @@ scores it without, as gnuq's own `gnuq_core.lm.decoding.generate` does. The prom
 ``model.tokenize([text])``, one text at a time, because the stat ``input_tokens`` is the
 padded batch and its padding cannot be told apart from a pad token that doubles as EOS.
 
+Rows stay aligned: the calculator refuses texts and ``greedy_tokens`` of different lengths,
+the estimators refuse stats of different lengths (and against ``greedy_tokens`` when the batch
+has it), and a missing stat is named with the calculator that gives it, before any pass
+(`gnuq_core.lm.validate`); so does an unknown option in a YAML ``cfg``.
+
 ``polygraph_eval`` YAML (its loaders call this module's `load_stat_calculator` and
 `load_estimator`)::
 
@@ -55,6 +60,7 @@ In Python, `stat_calculator_container` gives the calculator's entry for ``UEMana
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -66,7 +72,8 @@ from lm_polygraph.utils.factory_stat_calculator import StatCalculatorContainer
 from omegaconf import OmegaConf
 
 from gnuq_core.estimators import Uncertainty, log10_combined, sequence_and_normalized
-from gnuq_core.lm.gradient import forward_backward
+from gnuq_core.lm import validate
+from gnuq_core.lm.gradient import GHOST_MODES, forward_backward
 
 __all__ = ["STATS", "DEPENDENCIES", "GradientNormCalculator", "GnuqEpistemic", "GnuqAleatoric", "GnuqCombined",
            "GnuqGradLogPSq", "ESTIMATORS", "load_stat_calculator", "load_estimator", "stat_calculator_container"]
@@ -100,6 +107,10 @@ class GradientNormCalculator(StatCalculator):
     def __init__(self, groups: str | Sequence[str] | Mapping[str, Any] | None = None, per_group: bool = False,
                  ghost: str = "auto", drop_eos: bool = False) -> None:
         super().__init__()
+        validate.group_spec(groups)
+        validate.flag(per_group, "per_group")
+        validate.choice(ghost, "ghost", GHOST_MODES)
+        validate.flag(drop_eos, "drop_eos")
         self.groups, self.per_group, self.ghost, self.drop_eos = groups, per_group, ghost, drop_eos
 
     def __call__(self, dependencies: dict[str, Any], texts: list[str], model: Any, max_new_tokens: int = 100,
@@ -122,12 +133,28 @@ class GradientNormCalculator(StatCalculator):
         -------
         dict
             One list entry per text under each name in `STATS`.
+
+        Raises
+        ------
+        ValueError, InputTypeError
+            Before any pass: ``greedy_tokens`` missing (it comes from LM-Polygraph's
+            ``GreedyProbsCalculator``), texts and answers of different lengths, a text that
+            is not one, an answer that is not a list of token ids, a model whose ``.model`` is
+            not a causal LM (`gnuq_core.lm.validate`).
         """
+        answers = _needed(dependencies, DEPENDENCIES, "GradientNormCalculator")["greedy_tokens"]
+        texts = validate.text_list(texts, "texts", what="text")
+        answers = _token_lists(answers)
+        validate.same_length(texts=texts, greedy_tokens=answers)
+        for attr in ("model", "tokenize", "tokenizer"):
+            if getattr(model, attr, None) is None:
+                raise validate.InputTypeError(f"model is {type(model).__name__} without .{attr}: pass LM-Polygraph's "
+                                              "WhiteboxModel (lm_polygraph.WhiteboxModel)")
+        validate.causal_lm(model.model, "model.model")
         out: dict[str, list] = {k: [] for k in STATS}
         eos = model.tokenizer.eos_token_id
-        for text, answer in zip(texts, dependencies["greedy_tokens"]):
+        for text, answer_ids in zip(texts, answers):
             prompt_ids = model.tokenize([text])["input_ids"][0].tolist()
-            answer_ids = [int(t) for t in answer]
             if self.drop_eos and len(answer_ids) > 1 and answer_ids[-1] == eos:
                 answer_ids = answer_ids[:-1]
             gp = forward_backward(model.model, prompt_ids, answer_ids, groups=self.groups,
@@ -139,12 +166,54 @@ class GradientNormCalculator(StatCalculator):
         return out
 
 
+def _needed(stats: Any, names: Sequence[str], who: str) -> Mapping[str, Any]:
+    """``stats`` if it is a mapping holding every name in ``names``; else one error naming the
+    missing stats and the calculator that gives them."""
+    if not isinstance(stats, Mapping):
+        raise validate.InputTypeError(f"{who} was given {type(stats).__name__} stats: pass LM-Polygraph's dict of "
+                                      "stats")
+    missing = [n for n in names if n not in stats]
+    if missing:
+        said = ", ".join(f"`{n}` from {_SOURCE.get(n, 'its stat calculator')}" for n in missing)
+        raise ValueError(f"{who} needs {said}: add that calculator to the stat calculators ('auto' includes "
+                         "LM-Polygraph's own)")
+    return stats
+
+
+_SOURCE = {"greedy_tokens": "LM-Polygraph's `GreedyProbsCalculator`",
+           **{n: "gnuq's `GradientNormCalculator` (gnuq_core.integrations.polygraph.stat_calculator_container())"
+              for n in STATS}}
+"""Which calculator gives each stat this module needs (named in the error when one is missing)."""
+
+
+def _token_lists(answers: Any) -> list[list[int]]:
+    """``greedy_tokens`` as lists of ints: one sequence of token ids per text."""
+    if isinstance(answers, (str, bytes, Mapping)) or not isinstance(answers, Sequence):
+        raise validate.InputTypeError(f"greedy_tokens is a {type(answers).__name__}: it must be a list with one list "
+                                      "of token ids per text (GreedyProbsCalculator's stat)")
+    out = []
+    for i, answer in enumerate(answers):
+        if isinstance(answer, (str, bytes)) or not hasattr(answer, "__iter__"):
+            raise validate.InputTypeError(f"greedy_tokens[{i}] is a {type(answer).__name__}, not a list of token ids")
+        ids = list(answer)
+        if any(isinstance(t, (bool, float, str)) or not hasattr(t, "__index__") for t in ids):
+            raise validate.InputTypeError(f"greedy_tokens[{i}] holds something other than integer token ids: "
+                                          f"{ids[:5]!r}")
+        out.append([int(t) for t in ids])
+    return out
+
+
 class _GnuqEstimator(Estimator):
     """Shared part: one `Uncertainty` per answer from the calculator's stats; subclasses pick a field."""
 
     name = "Gnuq"
 
     def __init__(self, group: str | None = None, normalized: bool = False, log10: bool = True) -> None:
+        if group is not None and not (isinstance(group, str) and group):
+            raise validate.InputTypeError(f"group={group!r}: pass the name of one of GradientNormCalculator's groups "
+                                          "(a str), or None for all of them")
+        validate.flag(normalized, "normalized")
+        validate.flag(log10, "log10")
         deps = ["gnuq_token_log_probs", "gnuq_grad_log_p_sq"] + (["gnuq_group_sq"] if group else [])
         super().__init__(deps, "sequence")
         self.group, self.normalized, self.log10 = group, normalized, log10
@@ -169,17 +238,34 @@ class _GnuqEstimator(Estimator):
         -------
         numpy.ndarray
             float64, one entry per answer.
+
+        Raises
+        ------
+        ValueError, InputTypeError
+            For a missing stat (named, with the calculator that gives it), stats of different
+            lengths (also against ``greedy_tokens`` when present: the rows must stay the
+            answers'), a group the calculator did not report, a value that is not a number.
         """
+        stats = _needed(stats, self.stats_dependencies, str(self))
+        rows = {k: stats[k] for k in self.stats_dependencies}
+        if "greedy_tokens" in stats:
+            rows["greedy_tokens"] = stats["greedy_tokens"]
+        for k, v in rows.items():
+            if isinstance(v, (str, bytes, Mapping)) or not hasattr(v, "__len__"):
+                raise validate.InputTypeError(f"stat {k} is a {type(v).__name__}: it must hold one entry per answer")
+        validate.same_length(**rows)
         values = []
         for i, token_log_probs in enumerate(stats["gnuq_token_log_probs"]):
+            token_log_probs = validate.real_list(token_log_probs, f"gnuq_token_log_probs[{i}]")
             if self.group is None:
-                g = stats["gnuq_grad_log_p_sq"][i]
+                g = validate.real(stats["gnuq_grad_log_p_sq"][i], f"gnuq_grad_log_p_sq[{i}]")
             else:
                 groups = stats["gnuq_group_sq"][i]
-                if self.group not in groups:
-                    raise KeyError(f"no gradient norm for group {self.group!r} (have {sorted(groups)}): configure "
-                                   "GradientNormCalculator with per_group=True and that group in groups")
-                g = groups[self.group]
+                if not isinstance(groups, Mapping) or self.group not in groups:
+                    have = sorted(groups) if isinstance(groups, Mapping) else type(groups).__name__
+                    raise ValueError(f"no gradient norm for group {self.group!r} (have {have}): configure "
+                                     "GradientNormCalculator with per_group=True and that group in groups")
+                g = validate.real(groups[self.group], f"gnuq_group_sq[{i}][{self.group!r}]")
             seq, norm = sequence_and_normalized(token_log_probs, g)
             values.append(self._value(norm if self.normalized else seq))
         return np.array(values, dtype=np.float64)
@@ -243,7 +329,10 @@ def _plain(config: Any) -> dict[str, Any]:
     if config is None:
         return {}
     if OmegaConf.is_config(config):
-        return OmegaConf.to_container(config, resolve=True)
+        config = OmegaConf.to_container(config, resolve=True)
+    if not isinstance(config, Mapping):
+        raise validate.InputTypeError(f"cfg is a {type(config).__name__}: give the options as a mapping "
+                                      "(YAML: cfg: {groups: [all, last_block]})")
     return dict(config)
 
 
@@ -257,7 +346,7 @@ def load_stat_calculator(config: Any, environment: Any = None) -> GradientNormCa
     environment : lm_polygraph BuilderEnvironmentStatCalculator, optional
         Unused.
     """
-    return GradientNormCalculator(**_plain(config))
+    return GradientNormCalculator(**_options(_plain(config), GradientNormCalculator, "GradientNormCalculator"))
 
 
 def load_estimator(config: Any) -> _GnuqEstimator:
@@ -276,9 +365,18 @@ def load_estimator(config: Any) -> _GnuqEstimator:
     """
     cfg = _plain(config)
     kind = cfg.pop("kind", None)
-    if kind not in ESTIMATORS:
+    if not isinstance(kind, str) or kind not in ESTIMATORS:
         raise ValueError(f"estimator kind={kind!r}: use one of {', '.join(map(repr, ESTIMATORS))}")
-    return ESTIMATORS[kind](**cfg)
+    return ESTIMATORS[kind](**_options(cfg, ESTIMATORS[kind], f"estimator kind={kind!r}"))
+
+
+def _options(cfg: dict[str, Any], cls: type, who: str) -> dict[str, Any]:
+    """``cfg`` if every key is a keyword of ``cls``; else one error listing the accepted ones."""
+    accepted = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
+    unknown = [k for k in cfg if k not in accepted]
+    if unknown:
+        raise ValueError(f"{who}: unknown option {unknown[0]!r} in cfg; it accepts {', '.join(accepted)}")
+    return cfg
 
 
 def stat_calculator_container(**cfg: Any) -> StatCalculatorContainer:

@@ -126,7 +126,7 @@ def test_drop_eos_scores_the_answer_without_its_final_eos(wm) -> None:
 def test_loader_errors_name_the_fix() -> None:
     with pytest.raises(ValueError, match="epistemic"):
         pg.load_estimator({"kind": "entropy"})
-    with pytest.raises(KeyError, match="per_group=True"):
+    with pytest.raises(ValueError, match="per_group=True"):
         pg.GnuqEpistemic(group="last_block")({"gnuq_token_log_probs": [[-1.0]], "gnuq_grad_log_p_sq": [1.0],
                                               "gnuq_group_sq": [{}]})
     assert str(pg.load_estimator({"kind": "combined", "group": "all", "normalized": True})) == \
@@ -152,3 +152,46 @@ def test_the_docstring_yaml_loads_as_polygraph_eval_loads_it(wm) -> None:
     factory = FactoryEstimator()
     names = [str(factory(e.name, e.cfg if "cfg" in e else {})) for e in config.estimators]
     assert names == ["GnuqEpistemic", "GnuqEpistemic(group=last_block)", "GnuqAleatoric"]
+
+
+def test_the_calculator_keeps_rows_aligned(wm) -> None:
+    """3 texts and 2 answers (or 1 and 2) used to give 2 (or 1) rows: now refused before any pass."""
+    calc = pg.GradientNormCalculator()
+    for texts, answers in ((PROMPTS, [[77], [78]]), (PROMPTS[:1], [[77], [78]])):
+        with pytest.raises(ValueError, match=rf"{len(texts)} texts but {len(answers)} greedy_tokens"):
+            calc({"greedy_tokens": answers}, texts, wm)
+    with pytest.raises(ValueError, match="needs `greedy_tokens` from LM-Polygraph's `GreedyProbsCalculator`"):
+        calc({}, PROMPTS[:1], wm)
+    with pytest.raises(TypeError, match="texts is a single str"):
+        calc({"greedy_tokens": [[77]]}, "Hi", wm)
+    with pytest.raises(TypeError, match=r"greedy_tokens\[0\] is a str, not a list of token ids"):
+        calc({"greedy_tokens": ["abc"]}, PROMPTS[:1], wm)
+    with pytest.raises(TypeError, match="model is .* without .model: pass LM-Polygraph's WhiteboxModel"):
+        calc({"greedy_tokens": [[77]]}, PROMPTS[:1], object())
+
+
+def test_the_estimators_keep_rows_aligned() -> None:
+    est = pg.GnuqEpistemic(log10=False)
+    good = {"gnuq_token_log_probs": [[-1.0], [-2.0]], "gnuq_grad_log_p_sq": [1.0, 4.0]}
+    assert len(est(good)) == 2
+    with pytest.raises(ValueError, match="2 gnuq_token_log_probs but 3 gnuq_grad_log_p_sq"):
+        est({**good, "gnuq_grad_log_p_sq": [1.0, 4.0, 9.0]})  # the extra entry used to be ignored
+    with pytest.raises(ValueError, match="2 gnuq_token_log_probs but 2 gnuq_grad_log_p_sq but 3 greedy_tokens"):
+        est({**good, "greedy_tokens": [[1], [2], [3]]})
+    with pytest.raises(ValueError, match="needs `gnuq_grad_log_p_sq` from gnuq's `GradientNormCalculator`"):
+        est({"gnuq_token_log_probs": [[-1.0]]})
+    with pytest.raises(TypeError, match=r"gnuq_grad_log_p_sq\[0\]='1' is a str: pass a number"):
+        est({"gnuq_token_log_probs": [[-1.0]], "gnuq_grad_log_p_sq": ["1"]})
+    with pytest.raises(TypeError, match="stat gnuq_token_log_probs is a str"):
+        est({"gnuq_token_log_probs": "ab", "gnuq_grad_log_p_sq": [1.0, 1.0]})
+
+
+def test_unknown_options_are_named() -> None:
+    with pytest.raises(ValueError, match="unknown option 'per_groups' in cfg; it accepts groups, per_group, ghost"):
+        pg.load_stat_calculator({"per_groups": True})
+    with pytest.raises(ValueError, match="kind='aleatoric'.*unknown option 'group'.*accepts normalized"):
+        pg.load_estimator({"kind": "aleatoric", "group": "all"})
+    with pytest.raises(ValueError, match="unknown ghost 'sometimes'"):
+        pg.load_stat_calculator({"ghost": "sometimes"})
+    with pytest.raises(TypeError, match="per_group='yes' is a str"):
+        pg.GradientNormCalculator(per_group="yes")
