@@ -98,15 +98,36 @@ class Uncertainty(NamedTuple):
 # --------------------------------------------------------------------------- log space
 
 
+def _number(value: Any, argument: str) -> float:
+    """``value`` as a float, or `gnuq_core.lm.validate.real`'s one error naming ``argument``
+    (imported on the rare way there: this core imports no package at load)."""
+    if type(value) is float:
+        return value
+    from gnuq_core.lm.validate import real
+
+    return real(value, argument)
+
+
+def _numbers(value: Any, argument: str) -> list[float]:
+    """``value`` as a list of floats (`gnuq_core.lm.validate.real_list`)."""
+    if type(value) is list and all(type(v) is float for v in value):
+        return value
+    from gnuq_core.lm.validate import real_list
+
+    return real_list(value, argument)
+
+
 def log10_epistemic(log_p: float, grad_log_p_sq: float) -> float:
     """``log10 ||grad p||^2 = 2 log p / ln 10 + log10 ||grad log p||^2``: the epistemic term
     in log space, finite where p underflows; ``-inf`` for a zero gradient (or p = 0)."""
+    log_p, grad_log_p_sq = _number(log_p, "log_p"), _number(grad_log_p_sq, "grad_log_p_sq")
     return 2.0 * log_p / LN10 + (math.log10(grad_log_p_sq) if grad_log_p_sq > 0 else -math.inf)
 
 
 def log10_combined(log10_epi: float, aleatoric: float) -> float:
     """``log10(epistemic + aleatoric)`` from ``log10 epistemic`` and the aleatoric term,
     without overflow or underflow; ``-inf`` when both terms are 0."""
+    log10_epi, aleatoric = _number(log10_epi, "log10_epi"), _number(aleatoric, "aleatoric")
     if aleatoric <= 0:
         return log10_epi
     a = math.log10(aleatoric)
@@ -120,6 +141,7 @@ def sequence_and_normalized(token_log_probs: Sequence[float], grad_log_p_sq: flo
     log-probs and ``||grad log p_seq||^2``: p = prod_t p_t, and the length-normalised
     p = exp(mean_t log p_t), whose gradient is grad(log p_seq) / T, so its squared norm
     (and every per-group value) is divided by T^2."""
+    token_log_probs = _numbers(token_log_probs, "token_log_probs")
     n = len(token_log_probs)
     if n == 0:
         raise ValueError("an answer of zero tokens has no probability to score")
@@ -156,9 +178,19 @@ def from_log_p_and_grad_sq(
         If `log_p` or `grad_log_p_sq` is NaN or `grad_log_p_sq` is infinite.
     ValueError
         If ``log_p > 0`` (p > 1) or ``grad_log_p_sq < 0``.
+    InputTypeError
+        (a `TypeError`) if a value is not a number (text, a bool, None) or `group_sq_norms`
+        is not a mapping of names to numbers.
     """
-    log_p = float(log_p)
-    g = float(grad_log_p_sq)
+    log_p = _number(log_p, "log_p")
+    g = _number(grad_log_p_sq, "grad_log_p_sq")
+    if group_sq_norms is not None and not (isinstance(group_sq_norms, Mapping) and all(
+            isinstance(k, str) for k in group_sq_norms)):
+        from gnuq_core.lm.validate import InputTypeError
+
+        raise InputTypeError(f"group_sq_norms is a {type(group_sq_norms).__name__}: pass a mapping {{group name: "
+                             "squared norm}} or None")
+    group_sq_norms = {k: _number(v, f"group_sq_norms[{k!r}]") for k, v in (group_sq_norms or {}).items()}
     if math.isnan(log_p):
         raise FloatingPointError(f"log p is NaN; {_FIX_HINT}")
     if log_p > LOG_P_TOL:

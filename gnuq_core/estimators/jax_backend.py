@@ -118,6 +118,11 @@ def jax_uncertainty(
     The checks run on the host after the computation; they are skipped when the
     function is itself traced (called inside `jit`/`vmap`).
     """
+    if not callable(log_prob_fn):
+        from gnuq_core.lm.validate import InputTypeError
+
+        raise InputTypeError(f"log_prob_fn is a {type(log_prob_fn).__name__}: pass a pure function "
+                             "(params, x) -> scalar log p")
     out, raw_log_p, finite = _jax_uncertainty(log_prob_fn, params, xs)
     if _is_tracer(out.log_p):
         return out

@@ -69,6 +69,18 @@ def torch_uncertainty(
         checkpointing with a parameter shared across segments): the per-piece squares
         would not add up to the squared norm; use ``use_reentrant=False``.
     """
+    from gnuq_core.lm.validate import InputTypeError, flag
+
+    if not isinstance(model, torch.nn.Module):
+        raise InputTypeError(f"model is a {type(model).__name__}, not a torch.nn.Module: pass the model whose "
+                             "parameters log p depends on")
+    if not callable(log_prob_fn):
+        raise InputTypeError(f"log_prob_fn is a {type(log_prob_fn).__name__}: pass a function model -> scalar log p")
+    if groups is not None and not isinstance(groups, Mapping):
+        raise InputTypeError(f"groups is a {type(groups).__name__}: pass a mapping {{name: parameter-name prefixes "
+                             "or a predicate}} (for presets such as 'last_block' use "
+                             "gnuq_core.lm.anatomy.resolve_groups(model, ...))")
+    flag(per_group, "per_group")
     params, names = unique_params(model)
     if not params:
         raise ValueError("model has no parameters")

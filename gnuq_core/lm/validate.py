@@ -133,6 +133,8 @@ def choice(value: Any, argument: str, choices: Sequence[str]) -> str:
 
 def real(value: Any, argument: str) -> float:
     """``value`` as a float: a real number (numpy and 0-d torch scalars included), not text or a bool."""
+    if type(value) is float:
+        return value
     if isinstance(value, (str, bytes, bool)) or value is None:
         raise InputTypeError(f"{argument}={_short(value)} is {_kind(value)}: pass a number")
     if isinstance(value, numbers.Real):
@@ -145,6 +147,8 @@ def real(value: Any, argument: str) -> float:
 
 def real_list(value: Any, argument: str) -> list[float]:
     """``value`` as a list of floats (a list, tuple or 1-d array of real numbers)."""
+    if type(value) is list and all(type(v) is float for v in value):
+        return value
     if isinstance(value, (str, bytes, Mapping)) or value is None:
         raise InputTypeError(f"{argument} is {_kind(value)}: pass a list of numbers")
     try:

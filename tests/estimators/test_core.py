@@ -445,3 +445,32 @@ def test_jax_traceable_inside_jit():
     params, xs = jax_mlp(jnp.float32), jax_xs(jnp.float32)
     f = jax.jit(lambda p, x: jax_uncertainty(jax_log_prob, p, x).log10_epistemic)
     np.testing.assert_allclose(f(params, xs), jax_uncertainty(jax_log_prob, params, xs).log10_epistemic, rtol=1e-6)
+
+
+def test_arguments_of_the_wrong_type_are_named():
+    """Text, bools and None are not numbers; a str is not a list of log-probs (its length was read
+    as the number of tokens); every refusal is an InputTypeError naming the argument."""
+    from gnuq_core.estimators import log10_combined, log10_epistemic, sequence_and_normalized
+    from gnuq_core.options import InputTypeError
+
+    cases = [
+        (lambda: from_log_p_and_grad_sq("-1.0", 1.0), "log_p='-1.0' is a str: pass a number"),
+        (lambda: from_log_p_and_grad_sq(-1.0, None), "grad_log_p_sq=None is None"),
+        (lambda: from_log_p_and_grad_sq(-1.0, 1.0, [1.0]), "group_sq_norms is a list: pass a mapping"),
+        (lambda: from_log_p_and_grad_sq(-1.0, 1.0, {"all": "x"}), r"group_sq_norms\['all'\]='x' is a str"),
+        (lambda: sequence_and_normalized("-1.0", 1.0), "token_log_probs is a str: pass a list of numbers"),
+        (lambda: sequence_and_normalized([-1.0, "a"], 1.0), r"token_log_probs\[1\]='a' is a str"),
+        (lambda: log10_epistemic(True, 1.0), "log_p=True is a bool"),
+        (lambda: log10_combined(-1.0, "0.5"), "aleatoric='0.5' is a str"),
+        (lambda: torch_uncertainty(lambda m: m, lambda m: m), "model is a function, not a torch.nn.Module"),
+        (lambda: torch_uncertainty(torch.nn.Linear(1, 1), None), "log_prob_fn is a NoneType"),
+        (lambda: torch_uncertainty(torch.nn.Linear(1, 1), lambda m: m.weight.sum(), groups="last_block"),
+         "groups is a str: pass a mapping"),
+        (lambda: torch_uncertainty(torch.nn.Linear(1, 1), lambda m: m.weight.sum(), per_group=1), "per_group=1"),
+        (lambda: jax_uncertainty(None, {}, jnp.zeros(1)), "log_prob_fn is a NoneType"),
+    ]
+    for call, words in cases:
+        with pytest.raises(InputTypeError, match=words):
+            call()
+    u = from_log_p_and_grad_sq(np.float32(-1.0), torch.tensor(4.0), {"all": np.float64(4.0)})
+    assert u.log_p == -1.0 and u.group_sq_norms == {"all": 4.0}
