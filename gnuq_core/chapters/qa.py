@@ -296,16 +296,16 @@ TRIVIA_AUDIT = qa_audit.AUDIT_DIR / "triviaqa"
 
 
 def _trivia_careful(p: Params, tables: dict[tuple[str, str], pd.DataFrame], labels: pd.DataFrame | None) -> dict[str, Any]:
-    """The TriviaQA careful labels in words (``trivia_careful_words``) and numbers: how many
-    disputed answers, the second reading's agreement (κ), and how often each rule gets a
+    """The TriviaQA careful labels in plain words (``trivia_careful_words``, glued inline) and
+    numbers: how many disputed answers, the second reading's agreement (κ), and how often each rule gets a
     decided disputed answer right; where the labels are not (yet) committed, that the
     echo-aware rule stands in for them."""
     n_keys = sum(1 for _ in (TRIVIA_AUDIT / "keys.jsonl").open()) if (TRIVIA_AUDIT / "keys.jsonl").exists() else 0
     used = all("correct_careful" in tables[m, "triviaqa"] for m in p.models)
     if labels is None or not used:
-        why = ("are being labelled by careful reading (`audit/triviaqa/`); until their labels are committed"
+        why = ("are being labelled by careful reading (audit/triviaqa/); until their labels are committed"
                if labels is None else "carry careful labels, but this build's answers are not the labelled ones, so")
-        return dict(trivia_disputed=n_keys, trivia_careful_words=Markdown(
+        return dict(trivia_disputed=n_keys, trivia_careful_words=(
             f"The {n_keys:,} stored answers on which any two of them disagree {why} the echo-aware rule is the "
             "primary TriviaQA label."))
     right: dict[str, list[bool]] = {g: [] for g in qa_audit.TRIVIAQA_GRADERS}
@@ -319,9 +319,10 @@ def _trivia_careful(p: Params, tables: dict[tuple[str, str], pd.DataFrame], labe
     n = len(right[qa_audit.TRIVIAQA_GRADERS[0]])
     sides = ", ".join(f"{names[g]} on {sum(v)}" for g, v in sorted(right.items(), key=lambda kv: -sum(kv[1])))
     words = (f"Where they agree, their label stands; the {len(labels):,} stored answers on which any two disagree "
-             "were each read and labelled carefully, blind to model, rule and score (`audit/triviaqa/`, under the "
-             f"same rubric), and that is the **primary** TriviaQA label. Of the {n:,} disputed answers careful reading "
-             f"decided, it sides with {sides}.")
+             "were each read and labelled carefully, blind to model, rule and score (audit/triviaqa/, under the "
+             "same rubric), and that is the primary TriviaQA label. "
+             + (f"Of the {n:,} disputed answers careful reading decided, it sides with {sides}." if n else
+                "None of this build's answers is disputed, so here it is the rules' shared label."))
     values: dict[str, Any] = dict(trivia_disputed=len(labels), trivia_rule_right={g: sum(v) for g, v in right.items()},
                                   trivia_rule_n=n)
     if (TRIVIA_AUDIT / "labels_second.jsonl").exists():
@@ -330,7 +331,7 @@ def _trivia_careful(p: Params, tables: dict[tuple[str, str], pd.DataFrame], labe
                   f"{agree['kappa']:.2f} (95 % CI {agree['kappa_lo']:.2f}–{agree['kappa_hi']:.2f}, on the "
                   f"{agree['decided']} both decided).")
         values.update(trivia_kappa=agree["kappa"], trivia_kappa_lo=agree["kappa_lo"], trivia_kappa_hi=agree["kappa_hi"])
-    return {**values, "trivia_careful_words": Markdown(words)}
+    return {**values, "trivia_careful_words": words}
 
 
 def _graders(p: Params, tables: dict[tuple[str, str], pd.DataFrame], out: Result) -> None:

@@ -138,9 +138,11 @@ def test_tables_store_and_claims(ran) -> None:
     assert len(cells) == 12 and {c["anchor"] for c in cells} == {"table-2"}  # six methods × two benchmarks
     v = result.values
     assert v["pm_tfqa_verdict"] in ("reproduced", "not reproduced", "inconclusive") and v["pm_n_tfqa"] <= len(MODELS)
-    # these answers carry no TriviaQA careful labels: the echo-aware rule stands in, and says so
-    assert "the echo-aware rule is the primary TriviaQA label" in v["trivia_careful_words"].data
-    assert v["trivia_primary"].startswith("an alias contained as a whole name")
+    # a tiny model's answers: no rule disputes them (the careful reading is their shared label, and says
+    # so), or the disputed ones are not the labelled answers (the echo-aware rule stands in, and says so)
+    words = v["trivia_careful_words"]
+    assert ("None of this build's answers is disputed" in words if v["trivia_primary"].startswith("careful")
+            else "the echo-aware rule is the primary TriviaQA label" in words), words
 
 
 def test_the_figures_draw(ran) -> None:

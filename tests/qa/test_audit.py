@@ -148,3 +148,19 @@ def test_triviaqa_careful_labels_decide_only_where_the_graders_disagree() -> Non
     col = triviaqa_careful_column(table, "m", labels)
     # agreed: the graders' label; disputed: the careful one, unclear or another answer's label left out
     assert col.iloc[0] == 1.0 and col.iloc[1] == 0.0 and col.iloc[2:].isna().all()
+
+
+def test_careful_triviaqa_labels_are_a_reading_only_where_every_disputed_answer_is_labelled() -> None:
+    import pandas as pd
+
+    from gnuq_core.qa.audit import answer_digest, triviaqa_disputes_labelled
+
+    table = pd.DataFrame({"id": ["q1", "q2"], "answer": ["Paris", "The New York Times"],
+                          "correct_em": [True, False], "correct_contains": [True, True],
+                          "correct_no_echo": [True, False]})
+    labels = pd.DataFrame({"model": "m", "id": ["q2"], "label": ["incorrect"],
+                           "answer_sha1": [answer_digest("The New York Times")]})
+    assert triviaqa_disputes_labelled(table, "m", labels)
+    assert not triviaqa_disputes_labelled(table, "other model", labels)
+    assert not triviaqa_disputes_labelled(table.assign(answer=["Paris", "The Times of India"]), "m", labels)
+    assert triviaqa_disputes_labelled(table.iloc[:1], "other model", labels)  # nothing disputed: nothing to label
