@@ -119,3 +119,45 @@ def test_binder_writes_the_runnable_chapters_where_the_links_point(tmp_path: Pat
     written = sorted(p.stem for p in (tmp_path / RUNNABLE_FOLDER).glob("*.ipynb"))
     assert written == [p.stem for p in chapters.chapters()]
     assert os.environ.get("GNUQ_OUTPUT_DIR") is None
+
+
+@pytest.mark.parametrize("url", ["https://github.com/../..", "https://github.com/./.", "https://github.com/a/..",
+                                 "https://github.com/../gnuq", "https://github.com/-acme/gnuq",
+                                 "https://github.com/ac--me/gnuq", "https://github.com/acme/.git",
+                                 "https://gitlab.com/.acme/gnuq", "https://github.com/acme/-gnuq"])
+def test_a_path_segment_or_an_impossible_name_is_refused(url: str) -> None:
+    """`.` and `..` would make the install line and the Binder link point elsewhere."""
+    with pytest.raises(RepositoryError, match=f"^{REPOSITORY_ENV}=.* is not a repository address: the (owner|name)"):
+        published_repository({REPOSITORY_ENV: url})
+
+
+@pytest.mark.parametrize("url", ["https://github.com/a/b", "https://github.com/acme-labs/gnuq.book",
+                                 "https://github.com/acme/.github", "https://gitlab.com/acme.labs/gnuq_1"])
+def test_real_names_are_kept(url: str) -> None:
+    assert published_repository({REPOSITORY_ENV: url}).url == url
+
+
+@pytest.mark.parametrize("branch", [".hidden", "x.lock", "feat/.x", "feat/x.lock", "a//b", "a/", "a.", "a@{1}",
+                                    "a~1", "a^", "a:b", "a?", "a*", "a[b", "a\\b", "a\x01b", "a\x7fb"])
+def test_a_branch_git_refuses_is_refused(branch: str) -> None:
+    with pytest.raises(RepositoryError, match=f"^{BRANCH_ENV}=.* is not a branch name: .*check-ref-format"):
+        published_repository({REPOSITORY_ENV: "https://github.com/acme/gnuq", BRANCH_ENV: branch})
+    with pytest.raises(RepositoryError, match="not a repository"):
+        Repository("github.com", "acme", "gnuq", branch)
+
+
+def test_branch_names_agree_with_git() -> None:
+    """Every name accepted here is one `git check-ref-format --branch` accepts."""
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    from gnuq_core.repro.repository import branch_problem
+
+    names = ["main", "v1.0", "feat/x", "release-2026.12", "a_b", "x.lock", ".hidden", "a..b", "a//b", "-x", "a/",
+             "a.", "feat/.x", "a.lock/b", "a@{1}", "@", "a/b.c/d"]
+    for name in names:
+        git_ok = subprocess.run(["git", "check-ref-format", "--branch", name], capture_output=True).returncode == 0
+        if branch_problem(name) is None:
+            assert git_ok, f"{name!r} accepted here but refused by git"
