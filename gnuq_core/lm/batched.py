@@ -14,14 +14,22 @@ registers per-sample gradient rules):
 * RMS norms (:func:`rms_norm_rule`, any module whose class name ends in ``RMSNorm``): the
   weight's gradient is ``Σ_t g_bt ⊙ x̂_bt`` with x̂ the normalised input, as the module
   computes it (Llama's ``w ⊙ x̂`` and Gemma's ``(1 + w) ⊙ x̂`` alike);
+* ``nn.LayerNorm`` (:func:`layer_norm_rule`: weight ``Σ_t g_bt ⊙ x̂_bt``, bias ``Σ_t g_bt``),
+  transformers' ``Conv1D`` (GPT-2: a linear layer, :func:`linear_rule`), a learned position
+  embedding (:func:`embedding_rule`; OPT's, :func:`distinct_rows_rule`): GPT-2, OPT and
+  Pythia batch too. The decoder is given one row of position ids per answer, so a position
+  embedding sees the batch rather than one row shared by all answers;
 * the input embedding: one row per position (a small leaf tensor), summed per answer over
   the positions of each distinct token; the LM head: ``‖δ_bᵀH_b‖²`` from T×T Gram matrices of
   the answer's own positions; a tied matrix adds the cross term, as in `forward_backward`.
 
 A selected parameter whose module type has no rule is an error naming the type
-(`register_norm_rule` adds one). Tests check every number against one-at-a-time
-`forward_backward` in float64 on tiny Llama and Gemma-3 models (different lengths in one
-batch): equal to 1e-6.
+(`register_norm_rule` adds one; `gnuq_core.lm.scoring.score_many` then scores one answer at a
+time and says so in one `BatchingFallback` warning). A module that does not see one row per
+answer (or the batch's positions flattened batch-major, as OPT's MLP does) is an error, never
+a norm of mixed answers. Tests check every number against one-at-a-time `forward_backward` in
+float64 on tiny Llama, Gemma-3, GPT-2, Pythia and OPT models (different lengths in one batch):
+equal to 1e-6.
 """
 
 from __future__ import annotations
@@ -43,7 +51,7 @@ from gnuq_core.lm.gradient import GradientPass, gradient_pass, log_probs_and_log
 from gnuq_core.lm.prompts import PromptError
 
 __all__ = ["NormRule", "NORM_RULES", "register_norm_rule", "rule_for", "linear_rule", "rms_norm_rule",
-           "batched_forward_backward", "batchable"]
+           "layer_norm_rule", "embedding_rule", "distinct_rows_rule", "batched_forward_backward", "batchable"]
 
 NormRule = Callable[[torch.nn.Module, torch.Tensor, torch.Tensor, torch.Tensor], dict[str, torch.Tensor]]
 """``rule(module, input, output_grad, mask) -> {parameter attribute: per-answer squared norms (B,)}``;
