@@ -327,6 +327,7 @@ display(result.tables["ablation"])
 # {glue:text}`t2_reproduced` of the {glue:text}`t2_cells` cells are reproduced and
 # {glue:text}`t2_not` are not. The best method of ours is {glue:text}`t2_best_tqa` on TriviaQA
 # and {glue:text}`t2_best_tfqa` on TruthfulQA (the paper: P(True) and Epi. & Alea.).
+# {glue:text}`t2_rule_changes` (the ledger shows both beside each cell).
 
 # %%
 display(result.tables["table2"])

@@ -136,7 +136,9 @@ def test_tables_store_and_claims(ran) -> None:
     assert set(result.data["tables"]) == {(m, d) for m in MODELS for d in qa.DATASETS}
     cells = json.loads((root / "out" / "06_qa_benchmarks.cells.json").read_text())["Table 2"]
     assert len(cells) == 12 and {c["anchor"] for c in cells} == {"table-2"}  # six methods × two benchmarks
+    assert all(len(c["readings"]["ours, graded by rule"]) == 4 for c in cells)  # value, lo, hi, verdict
     v = result.values
+    assert v["t2_rule_changes"].startswith("Graded by rule instead (TruthfulQA: ROUGE-L")
     assert v["pm_tfqa_verdict"] in ("reproduced", "not reproduced", "inconclusive") and v["pm_n_tfqa"] <= len(MODELS)
     # a tiny model's answers: no rule disputes them (the careful reading is their shared label, and says
     # so), or the disputed ones are not the labelled answers (the echo-aware rule stands in, and says so)
