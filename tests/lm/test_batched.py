@@ -105,7 +105,8 @@ def test_a_model_without_rules_is_scored_one_at_a_time(monkeypatch: pytest.Monke
         assert "no per-answer norm rule for LlamaRMSNorm" in batchable(model)
         assert batchable(model, "lm_head") is None  # the head needs no module rule
         monkeypatch.setattr(scoring, "batched_forward_backward", lambda *a, **k: pytest.fail("batched"))
-        got = score_many(model, tok, ["A?", "B?"], ["x", "y"], progress=False)
+        with pytest.warns(UserWarning, match="one answer at a time"):
+            got = score_many(model, tok, ["A?", "B?"], ["x", "y"], progress=False)
         assert [r.answer for r in got] == ["x", "y"]
     finally:
         register_norm_rule("RMSNorm")(rule)
