@@ -7,8 +7,7 @@ from ``results/`` and recomputes a random sample from scratch in every build. Wh
 - `kinds`: THE registry of stored kinds: version, contract, what an item is;
 - `contracts`: exact (a tolerance on any machine) and chaotic (bit-identical on the
   platform that made an item, a statistical rule elsewhere);
-- `fingerprint`: the platform a record was made on (CPU, kernel choices, versions), and
-  the environment settings that simulate another CPU here;
+- `gnuq_core.repro.fingerprint`, `gnuq_core.repro.threads`: the platform and BLAS threads an item was made under;
 - `store`: the one interface, :meth:`Store.items` (`open_store` picks the store per profile);
 - `verify`: check every stored item of a file, not a sample.
 

@@ -29,6 +29,7 @@ from gnuq_core.repro.paths import REPO_ROOT, cache_dir, env_path
 from gnuq_core.repro.provenance import is_paper_edition, run_parameters
 from gnuq_core.repro.shards import World, read_merged, writer
 from gnuq_core.repro.fingerprint import fingerprint, fingerprint_id, register, registered
+from gnuq_core.repro.threads import blas_thread_variants, blas_threads
 from gnuq_core.store import kinds as registry
 from gnuq_core.store.contracts import Chaotic, Context, Deviation, field_pattern, leaves, worst
 
@@ -217,7 +218,6 @@ class Store:
         """Add this process's fingerprint to the store's ``fingerprints.jsonl`` unless it is there; its id."""
         return register(self.root / FINGERPRINTS, self.fingerprint)
 
-
     def path(self, kind: str | registry.Kind, config: Mapping[str, Any]) -> Path:
         """The file of ``config``'s items of ``kind`` at its current version."""
         spec = registry.get(kind)
@@ -291,7 +291,7 @@ class Store:
             self._on_missing(spec, path, len(todo), len(order))
         mine = [i for i in world.mine(order) if i not in existing]
         if mine or world.sharded:
-            made = {"fp": self.register_fingerprint()}
+            made = {"fp": self.register_fingerprint(), "blas_threads": blas_threads()}
             with writer(path, header_config(spec, config), world, order) as out:
                 todo = [i for i in mine if i not in out.done]
                 if todo and progress:
@@ -356,6 +356,8 @@ def check_item(spec: registry.Kind, path: Path, item: str, stored_records: Mappi
         attempts: Iterable[dict[str, Any]] = iter([recipe.from_outputs(item, stored_full, stored_records)])
     elif same and recipe.variants is not None:
         attempts = recipe.variants(item, stored_full)
+    elif same:
+        attempts = blas_thread_variants(recipe.fresh or recipe.compute, item, stored_full)
     else:
         attempts = iter([(recipe.fresh or recipe.compute)(item)])
     found: list[Deviation] | None = None

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from gnuq_core.repro.threads import blas_thread_variants, blas_threads
 from gnuq_core.repro.records import read_records
 from gnuq_core.store import Recipe, ResultsDisagree, Sample, Store, StoreDamaged, StoreIncomplete, open_store
 from gnuq_core.store.contracts import Chaotic, GivenInputs, SeedSpread, Within
@@ -36,7 +37,8 @@ def test_missing_items_are_computed_once_and_stamped(tmp_path: Path) -> None:
     second = store.items(kind, {"n": 3}, ["1", "2", "3"], Recipe(compute))
     assert [r["id"] for r in second] == ["1", "2", "3"] and calls == ["1", "2", "3"]
     config, records = read_records(_file(tmp_path))
-    assert {json.dumps(r["_made"]) for r in records} == {json.dumps({"fp": store.fingerprint_id})}
+    assert {json.dumps(r["_made"]) for r in records} == {json.dumps({"fp": store.fingerprint_id,
+                                                                     "blas_threads": blas_threads()})}
     assert (config["_kind"], config["_version"], config["n"]) == ("demo", 1, 3)
     assert store.fingerprint_id in store.fingerprints()
     assert [(r.stored, r.computed) for r in store.reads] == [(0, 2), (2, 1)]
@@ -268,3 +270,24 @@ def test_no_pickle_and_no_code_keyed_machinery_remain() -> None:
     assert not {"codeversion.py", "carry.py", "migrate.py"} & {p.name for p in (package / "store").iterdir()}
     lines = sum(len(p.read_text().splitlines()) for p in (package / "store").glob("*.py"))
     assert lines <= 1200, f"gnuq_core/store/ has {lines} lines"
+
+
+def test_on_the_platform_that_made_it_an_item_is_recomputed_under_its_blas_threads(tmp_path: Path) -> None:
+    """A result that depends on the BLAS thread count (an L-BFGS path) is checked under the count it was
+    made with (stamped), or, made before the stamp, under this process's, then 1, then 2."""
+    from threadpoolctl import threadpool_limits
+
+    kind, store = demo_kind(Chaotic(Within(rtol=1e-6))), _store(tmp_path)
+
+    def compute(i: str) -> dict:  # a number that depends on the thread count, as a fit's path can
+        return {"v": float(blas_threads())}
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        store.items(kind, {}, ["a"], compute)
+    (record,) = read_records(_file(tmp_path))[1]
+    assert record["_made"]["blas_threads"] == 1
+    # checked later in a process with more threads: recomputed under the stamped 1, so it agrees
+    with threadpool_limits(limits=2, user_api="blas"):
+        assert store.items(kind, {}, ["a"], compute, verify=1)[0]["v"] == 1.0
+        seen = [r["v"] for r in blas_thread_variants(compute, "a", {"_made": {"fp": "x"}})]  # no stamp
+    assert seen[0] == float(blas_threads()) and 1.0 in seen
