@@ -238,7 +238,7 @@ def matches(spec: GroupSpec, name: str) -> bool:
 def unique_params(model: Any) -> tuple[dict[int, Any], dict[int, list[str]]]:
     """The model's parameter tensors once each (a tied weight appears under several names), in
     registration order: ``({id: tensor}, {id: [every name of it]})``."""
-    params: dict[int, torch.nn.Parameter] = {}
+    params: dict[int, Any] = {}
     names: dict[int, list[str]] = {}
     for n, p in model.named_parameters(remove_duplicate=False):
         params.setdefault(id(p), p)

@@ -86,7 +86,7 @@ def one_text(value: Any, argument: str, *, what: str = "prompt", optional: bool 
         several = isinstance(value, (list, tuple))
         raise InputTypeError(f"{argument} is {_kind(value)}, not text: pass the {what} as a str"
                              + ("; for several, use score_many" if several else "")
-                             + (f", or None to let the model generate one" if optional else ""))
+                             + (", or None to let the model generate one" if optional else ""))
     if not value.strip():
         fix = "pass None to let the model generate one, or give a non-empty answer" if optional else \
             f"pass the {what} text"
