@@ -414,9 +414,8 @@ for name in ("binary_linear", "binary_xor", "binary_rings", "multiclass_clusters
 # With {glue:text}`c1_n_seeds` seeds, resampling seeds matters: resampling query points alone would
 # give C1 the interval {glue:text}`c1_points_lo:.3f`–{glue:text}`c1_points_hi:.3f` and C3
 # {glue:text}`c3_points_lo:.3f` to {glue:text}`c3_points_hi:.3f`. Per setting (problem × query set ×
-# seed), C1's ρ runs from {glue:text}`c1_setting_min:.3f` to {glue:text}`c1_setting_max:.3f`; per
-# seed (mean over the two query sets), C3's difference runs from {glue:text}`c3_seed_min:.3f` to
-# {glue:text}`c3_seed_max:.3f` (table below).
+# seed), C1's ρ {glue:text}`c1_setting_range`; per seed (mean over the two query sets), C3's
+# difference {glue:text}`c3_seed_range` (table below).
 #
 # **Why the two Laplace baselines differ.** Both start from the same Gaussian over the logit,
 # f ~ N(f*, gᵀΣg). The delta method then linearises σ around f*, which is accurate only while

@@ -357,8 +357,7 @@ glue_figure("fig_scaling", efficiency.figure_scaling(result))
 # quadratic term is still small); for the first model the gradient pass's slope against
 # prompt length is {glue:text}`slope_ratio_prompt:.2f`× the forward's slope, against
 # answer length {glue:text}`slope_ratio_answer:.2f`×. Across the size ladder the ratio of
-# the two goes from {glue:text}`ladder_ratio_small:.2f` (smallest) to
-# {glue:text}`ladder_ratio_large:.2f` (largest): very small models are dominated by
+# the two {glue:text}`ladder_words`: very small models are dominated by
 # per-operator overhead, which the backward pays as well.
 #
 # ## Where the time goes

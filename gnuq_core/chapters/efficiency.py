@@ -575,6 +575,11 @@ def _scaling(res: dict[str, Any], out: Result) -> None:
         slope_ratio_answer=slope_ratio(first.get("sweeps", {}).get("answer", [])),
         ladder_ratio_small=float(lad[0]["ratio"]) if lad else float("nan"),
         ladder_ratio_large=float(lad[-1]["ratio"]) if lad else float("nan"))
+    small, large = out.values["ladder_ratio_small"], out.values["ladder_ratio_large"]
+    out.values["ladder_words"] = (f"goes from {small:.2f} (smallest) to {large:.2f} (largest)"
+                                  if len(lad) > 1 and f"{small:.2f}" != f"{large:.2f}" else
+                                  f"is {small:.2f} (one size in this build's ladder)" if len(lad) == 1 else
+                                  f"is {small:.2f} at every size")
 
 
 def _operators(res: dict[str, Any], out: Result) -> None:

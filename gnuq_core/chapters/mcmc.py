@@ -388,6 +388,14 @@ def _per_setting(p: Params, runs: dict[tuple[str, int], dict[str, Any]], c: dict
     c3_per_seed = per_seed_df.dropna(subset=["c3_glm"]).groupby("seed")["c3_glm"].mean()
     out.values.update(c1_setting_min=float(min(c["c1_vals"])), c1_setting_max=float(max(c["c1_vals"])),
                       c3_seed_min=float(c3_per_seed.min()), c3_seed_max=float(c3_per_seed.max()))
+    out.values.update(c1_setting_range=range_words(min(c["c1_vals"]), max(c["c1_vals"]), "setting"),
+                      c3_seed_range=range_words(c3_per_seed.min(), c3_per_seed.max(), "seed"))
+
+
+def range_words(lo: float, hi: float, unit: str) -> str:
+    """"runs from lo to hi", or "is lo" when both ends read the same at 3 decimals (one ``unit``)."""
+    a, b = f"{lo:.3f}", f"{hi:.3f}"
+    return f"runs from {a} to {b}" if a != b else f"is {a} (the same for every {unit} of this build)"
 
 
 def where_it_works(p: Params, long: Any) -> str:

@@ -595,13 +595,13 @@ def figure_trend(result: Result, p: Params) -> Any:
         if len(sub):
             sizes = sorted(sub.n_params.unique())
             ax.set_xscale("log")
-            ax.set_xticks(sizes, [str(v) for v in sizes], fontsize=7)
+            ax.set_xticks(sizes, [str(v) for v in sizes])
             ax.minorticks_off()
         else:
-            ax.text(0.5, 0.5, "not stored yet", ha="center", va="center", transform=ax.transAxes, fontsize=8)
+            ax.text(0.5, 0.5, "not stored yet", ha="center", va="center", transform=ax.transAxes)
             ax.set_xticks([])
         ax.axhline(0, color="k", lw=0.5)
-        ax.set_title(SYNTHETIC[name].paper, fontsize=9)
+        ax.set_title(SYNTHETIC[name].paper)
     for ax in axes.ravel()[n:]:
         ax.axis("off")
     for ax in axes[:, 0]:

@@ -99,6 +99,7 @@ def test_every_value_the_page_glues_is_computed(ran) -> None:
     assert v["mem_verdict"].data == v["mem_worst_model"].data == "not measured"
     assert np.isnan(v["mem_worst_frac"]) and np.isnan(v["mem_ref_frac"])
     assert np.isfinite(v["ladder_ratio_small"]) and v["ladder_ratio_small"] == v["ladder_ratio_large"]  # one rung
+    assert v["ladder_words"] == f"is {v['ladder_ratio_small']:.2f} (one size in this build's ladder)"
     assert 0 <= v["mm_share_forward"] <= 1 and 0 <= v["mm_share_gradient"] <= 1
 
 

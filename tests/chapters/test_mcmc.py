@@ -108,3 +108,8 @@ def test_params() -> None:
     with pytest.raises(ChapterError, match="activation='sigmoid' must be one of"):
         mcmc.Params(activation="sigmoid")
     assert mcmc.Params.for_profile("full") == mcmc.Params()
+
+
+def test_a_range_whose_ends_read_the_same_is_said_once() -> None:
+    assert mcmc.range_words(0.1212, 0.1209, "seed") == "is 0.121 (the same for every seed of this build)"
+    assert mcmc.range_words(-0.2, 0.35, "setting") == "runs from -0.200 to 0.350"

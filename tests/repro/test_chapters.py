@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import make_dataclass
 from pathlib import Path
 
@@ -143,6 +144,10 @@ def test_a_damaged_store_inside_a_chapter_is_one_line_a_bug_its_traceback(ename:
                                                 "results/x.jsonl: item width96 ... stored 8.78, recomputed 5.85", [])
 
     monkeypatch.setattr(papermill, "execute_notebook", fails)
+    for name in ("GNUQ_OUTPUT_DIR", "GNUQ_CHAPTER", "GNUQ_PARAMETERS", "MPLBACKEND", "TQDM_DISABLE"):
+        monkeypatch.setenv(name, os.environ.get(name, ""))  # the runner sets them for its kernel: restored after
+        if not os.environ[name]:
+            monkeypatch.delenv(name)
     if not one_line:
         with pytest.raises(papermill.PapermillExecutionError):
             chapters.main(["run", "01", "--profile", "smoke", "--out", str(tmp_path)])
