@@ -25,27 +25,14 @@ import sys
 from pathlib import Path
 
 from gnuq_core.qa import grading
-from gnuq_core.qa.audit import answer_digest
+from gnuq_core.qa.audit import answer_digest, stored_answers
 from gnuq_core.qa.data import load_qa
 from gnuq_core.repro.paths import REPO_ROOT
-from gnuq_core.repro.shards import read_merged
 
-__all__ = ["stored_answers", "disputed", "main"]
+__all__ = ["disputed", "main"]
 
 AUDIT = REPO_ROOT / "audit" / "triviaqa"
 SEED = 20261205
-
-
-def stored_answers(results: Path) -> dict[tuple[str, str], str]:
-    """``{(model, question id): answer}`` of every stored TriviaQA record."""
-    out = {}
-    for path in sorted((results / "qa").glob("*.jsonl")):
-        if ".rank" in path.name:
-            continue
-        config, records = read_merged(path)
-        if config.get("dataset") == "triviaqa":
-            out.update({(config["model"], r["id"]): r["answer"] for r in records})
-    return out
 
 
 def disputed(answer: str, aliases: list[str], question: str) -> bool:
@@ -56,11 +43,11 @@ def disputed(answer: str, aliases: list[str], question: str) -> bool:
 
 def main(args: argparse.Namespace) -> int:
     items = {it.id: it for it in load_qa("triviaqa", data_dir=args.data_dir)}
-    answers = stored_answers(Path(args.results))
+    answers = stored_answers(args.results, "triviaqa")
     keys_path = AUDIT / "keys.jsonl"
     if args.keys:
         if keys_path.exists():
-            raise ValueError(f"{keys_path} exists: the keys are written once (delete it only to start over)")
+            raise FileExistsError(f"{keys_path} exists: the keys are written once (delete it only to start over)")
         chosen = sorted((model, qid) for (model, qid), a in answers.items()
                         if disputed(a, list(items[qid].correct_answers), items[qid].question))
         random.Random(SEED).shuffle(chosen)
@@ -90,6 +77,9 @@ if __name__ == "__main__":
     parser.add_argument("--data-dir", default=None, help="dataset folder (else GNUQ_DATA_DIR)")
     try:
         sys.exit(main(parser.parse_args()))
+    except FileExistsError as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
     except (KeyError, FileNotFoundError, ValueError) as err:
         print(f"error: {err}: run it on a checkout with the results store and the TriviaQA data", file=sys.stderr)
         sys.exit(2)

@@ -21,30 +21,18 @@ import json
 import sys
 from pathlib import Path
 
+from gnuq_core.qa.audit import stored_answers
 from gnuq_core.qa.data import load_qa
 from gnuq_core.repro.paths import REPO_ROOT
-from gnuq_core.repro.shards import read_merged
 
-__all__ = ["stored_answers", "main"]
+__all__ = ["main"]
 
 AUDIT = REPO_ROOT / "audit" / "truthfulqa"
 
 
-def stored_answers(results: Path) -> dict[tuple[str, str], str]:
-    """``{(model, question id): answer}`` of every stored TruthfulQA record."""
-    out = {}
-    for path in sorted((results / "qa").glob("*.jsonl")):
-        if ".rank" in path.name:
-            continue
-        config, records = read_merged(path)
-        if config.get("dataset") == "truthfulqa":
-            out.update({(config["model"], r["id"]): r["answer"] for r in records})
-    return out
-
-
 def main(args: argparse.Namespace) -> int:
     items = {it.id: it for it in load_qa("truthfulqa", data_dir=args.data_dir)}
-    answers = stored_answers(Path(args.results))
+    answers = stored_answers(args.results, "truthfulqa")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with (out / "items.jsonl").open("w", encoding="utf-8") as f:

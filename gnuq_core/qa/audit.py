@@ -35,7 +35,7 @@ from gnuq_core.repro.paths import REPO_ROOT
 __all__ = ["AUDIT_DIR", "LABELS", "load_labels", "weights", "grader_quality", "weighted_auroc", "audited_aurocs",
            "careful_labels", "has_labels", "careful_agreement", "careful_column", "triviaqa_careful_column", "triviaqa_disputes_labelled",
            "TRIVIAQA_GRADERS",
-           "answer_digest", "cohen_kappa"]
+           "answer_digest", "cohen_kappa", "stored_answers"]
 
 AUDIT_DIR = REPO_ROOT / "audit"
 LABELS = ("correct", "incorrect", "unclear")
@@ -232,6 +232,21 @@ def careful_labels(folder: str | Path | None = None) -> Any:
             raise ValueError(f"{adjudicated}, line {n}: needs the key of a labelled answer and a final label")
         labelled[row["key"]] = {"label": row["final"], "reason": row["why"], "labeller": "adjudicated"}
     return pd.DataFrame([{**k, **{f: labelled[k["key"]][f] for f in ("label", "reason", "labeller")}} for k in keys])
+
+
+def stored_answers(results: str | Path, dataset: str) -> dict[tuple[str, str], str]:
+    """``{(model, question id): answer}`` of every stored ``dataset`` record under ``results``
+    (the store's ``qa/`` files, each read with its shards): what the careful labels are about."""
+    from gnuq_core.repro.shards import read_merged
+
+    out = {}
+    for path in sorted((Path(results) / "qa").glob("*.jsonl")):
+        if ".rank" in path.name:
+            continue
+        config, records = read_merged(path)
+        if config.get("dataset") == dataset:
+            out.update({(config["model"], r["id"]): r["answer"] for r in records})
+    return out
 
 
 def answer_digest(answer: str) -> str:
