@@ -311,8 +311,7 @@ def _trivia_careful(p: Params, tables: dict[tuple[str, str], pd.DataFrame], labe
     right: dict[str, list[bool]] = {g: [] for g in qa_audit.TRIVIAQA_GRADERS}
     for name in p.models:
         t = tables[name, "triviaqa"]
-        disputed = t[(t[list(qa_audit.TRIVIAQA_GRADERS)].astype(bool).nunique(axis=1) > 1)
-                     & t["correct_careful"].notna()]
+        disputed = t[qa_audit.triviaqa_disputed(t) & t["correct_careful"].notna()]
         for g in right:
             right[g] += list(disputed[g].astype(bool) == disputed["correct_careful"].astype(bool))
     names = {"correct_no_echo": "the echo-aware rule", "correct_contains": "containment", "correct_em": "exact match"}

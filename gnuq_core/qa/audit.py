@@ -33,9 +33,9 @@ from gnuq_core.repro.files import json_lines
 from gnuq_core.repro.paths import REPO_ROOT
 
 __all__ = ["AUDIT_DIR", "LABELS", "load_labels", "weights", "grader_quality", "weighted_auroc", "audited_aurocs",
-           "careful_labels", "has_labels", "careful_agreement", "careful_column", "triviaqa_careful_column", "triviaqa_disputes_labelled",
-           "TRIVIAQA_GRADERS",
-           "answer_digest", "cohen_kappa", "stored_answers"]
+           "careful_labels", "has_labels", "careful_agreement", "careful_column", "answer_digest", "cohen_kappa",
+           "stored_answers", "TRIVIAQA_GRADERS", "triviaqa_disputed", "triviaqa_disputes_labelled",
+           "triviaqa_careful_column"]
 
 AUDIT_DIR = REPO_ROOT / "audit"
 LABELS = ("correct", "incorrect", "unclear")
@@ -271,7 +271,8 @@ TRIVIAQA_GRADERS = ("correct_em", "correct_contains", "correct_no_echo")
 """The TriviaQA graders whose disagreement sends an answer to careful reading (`scripts/blind_triviaqa.py`)."""
 
 
-def _disputed(table: Any) -> Any:
+def triviaqa_disputed(table: Any) -> Any:
+    """Per row of a TriviaQA score table: whether its graders (`TRIVIAQA_GRADERS`) disagree."""
     return table[list(TRIVIAQA_GRADERS)].astype(bool).nunique(axis=1) > 1
 
 
@@ -281,7 +282,7 @@ def triviaqa_disputes_labelled(table: Any, model: str, labels: Any) -> bool:
     the build (a preview's answers differ)."""
     mine = {(i, sha) for i, sha in zip(labels.loc[labels["model"] == model, "id"],
                                        labels.loc[labels["model"] == model, "answer_sha1"])}
-    disputed = table[_disputed(table)]
+    disputed = table[triviaqa_disputed(table)]
     return all((i, answer_digest(a)) in mine for i, a in zip(disputed["id"], disputed["answer"]))
 
 
@@ -291,7 +292,7 @@ def triviaqa_careful_column(table: Any, model: str, labels: Any) -> Any:
     where they agree, their shared label (1.0 / 0.0)."""
     careful = careful_column(table, model, labels)
     shared = table[TRIVIAQA_GRADERS[0]].astype(float)
-    return careful.where(_disputed(table), shared)
+    return careful.where(triviaqa_disputed(table), shared)
 
 
 def cohen_kappa(a: Sequence[str], b: Sequence[str]) -> float:
