@@ -46,6 +46,7 @@ _CLI_WORDS = (
     (", or a mapping {name: [parameter-name prefixes]}", ""),
     ("lower max_new_tokens", "lower --max-new-tokens"),
     ("point data_dir / GNUQ_DATA_DIR", "point --data-dir / GNUQ_DATA_DIR"),
+    ("pass trust_remote_code=True", "rerun with --trust-remote-code"),
 )
 
 
@@ -223,17 +224,19 @@ def _cmd_score(args: argparse.Namespace) -> int:
 def _cmd_qa(args: argparse.Namespace) -> int:
     from gnuq_core.qa.data import load_qa
     from gnuq_core.qa.engine import QAConfig, run_benchmark
-    from gnuq_core.repro.records import RecordFile, new_output
+    from gnuq_core.repro.records import RecordFile, check_output, new_output
     from gnuq_core.repro.shards import distributed, rank_device, shard_path
 
     _check_qa(args)  # every option that can be checked without data or model, so errors come first
-    if args.limit == 0:
-        print("nothing to run: --limit 0 selects no questions (the options are valid; the model was not loaded)")
-        return 0
     items = load_qa(args.dataset, data_dir=args.data_dir, limit=args.limit)
     config = QAConfig(model=args.model, dataset=args.dataset, dtype=args.dtype, style=args.style, max_new_tokens=args.max_new_tokens,
                       groups=args.groups, n_samples=args.samples, temperature=args.temperature,
                       clusterer=args.clusterer, threshold=args.threshold, p_true=not args.no_p_true, seed=args.seed)
+    if args.limit == 0:  # the data are there and --out takes this configuration: all but the model is checked
+        check_output(args.out, asdict(config))
+        print("nothing to run: --limit 0 selects no questions (the options, the data and --out are valid; the model "
+              "was not loaded)")
+        return 0
     # Under torchrun each rank writes its own shard of --out (merged into --out at the end).
     with distributed(args.device, threads=args.threads) as world:
         if world.sharded:
@@ -313,7 +316,9 @@ def main(argv: list[str] | None = None) -> int:
         from gnuq_core.lm.prompts import PromptError
 
         kept = _records_kept(args) if isinstance(err, PromptError) else ""
-        return _cli_message(err) + (f"; {kept} (rerun the same command to resume)" if kept else "")
+        # A question that cannot be asked as it is stops every rerun at the same place: say how to get past it.
+        return _cli_message(err) + (f"; {kept}, and a rerun stops at this question again: remove it from the data "
+                                    "file, or stop before it with --limit" if kept else "")
 
     def interrupted() -> str:
         kept = _records_kept(args)

@@ -19,6 +19,7 @@ import argparse
 import math
 import numbers
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,9 +70,19 @@ class InputTypeError(TypeError):
     line (exit 2), unlike a bug's ``TypeError``."""
 
 
+_NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-(inf|infinity|nan)$", re.IGNORECASE)
+"""What `OneLineParser` reads as a negative number, not as an option."""
+
+
 class OneLineParser(argparse.ArgumentParser):
     """An ArgumentParser whose usage errors are one line on stderr (exit status 2): every
-    entry point's parser."""
+    entry point's parser. A value that starts with a minus, such as ``-inf``, ``-1e-3`` or
+    ``-nan``, is read as a value (argparse reads only ``-1`` and ``-.5`` so), and its option's
+    rule then judges it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = _NEGATIVE_NUMBER  # argparse's own hook (CPython 3.11-3.13)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"error: {message} (see {self.prog} --help)\n")
@@ -107,10 +118,17 @@ def run_command(body: Callable[[], int], *, interrupted: str | Callable[[], str]
     - Ctrl-C prints ``interrupted`` (what was kept, how to resume) and returns `SIGINT_EXIT`;
     - a reader that closed the pipe (``| head``) ends the output quietly (status 0);
     - anything else is a bug: its traceback propagates (exit status 1).
+
+    Output to a terminal or file whose encoding cannot write a character (``PYTHONIOENCODING=ascii``,
+    a C locale) shows it as an escape such as ``\\u2016`` instead of stopping with a codec error.
     """
     import os
     import sys
 
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("_", "-")
+        if encoding not in ("utf-8", "utf8", "") and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     try:
         return body()
     except BrokenPipeError:

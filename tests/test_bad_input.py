@@ -24,7 +24,7 @@ def test_unknown_notebook_parameter() -> None:
 
 
 def test_wrong_parameter_type() -> None:
-    with pytest.raises(ChapterError, match=r"n_mc='many' is a str, but its default 20000 is a int"):
+    with pytest.raises(ChapterError, match=r"n_mc='many' is text, but its default 20000 is a whole number"):
         chapters.chapter_parameters("01", "quick", {"n_mc": "many"})
 
 

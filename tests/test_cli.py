@@ -8,6 +8,7 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -124,7 +125,11 @@ def test_prompt_file_and_standard_input(folders, tmp_path, capsys, monkeypatch):
     q.write_text("word " * 40_000)
     assert main(["score", "--model", str(folders / "chat"), "--prompt-file", str(q), "--max-new-tokens", "2"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "the prompt has" in err and "lower --max-new-tokens" in err
+    assert err.count("\n") == 1 and "the prompt has" in err and "max-new-tokens" not in err  # fewer cannot help
+    q.write_text("word " * 50)  # fits the 512-token context, but not with 300 new tokens
+    assert main(["score", "--model", str(folders / "chat"), "--prompt-file", str(q), "--max-new-tokens", "300"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "or lower --max-new-tokens to at most" in err
 
 
 def test_non_utf8_prompt_bytes_are_a_clear_error(folders, tmp_path, capsys):
@@ -160,7 +165,8 @@ def test_a_question_too_long_stops_the_run_naming_it_and_keeps_the_rest(folders,
     assert main(_qa_args(folders / "chat", data, out)) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("error: question tqa_2: the prompt has")
-    assert f"2 records kept in {out}" in err
+    assert f"2 records kept in {out}, and a rerun stops at this question again: remove it from the data file, or " \
+           "stop before it with --limit" in err and "resume" not in err
     assert [x.get("id") for x in map(json.loads, out.read_text().splitlines())] == [None, "tqa_0", "tqa_1"]
 
 
@@ -220,6 +226,7 @@ def test_every_rewritten_library_phrase_is_still_what_the_library_says(tmp_path)
     from gnuq_core import cli
     from gnuq_core.lm.anatomy import resolve_groups
     from gnuq_core.lm.decoding import check_length
+    from gnuq_core.lm.models import load_model
     from gnuq_core.lm.prompts import check_style, encode_answer
     from gnuq_core.qa.data import find_data_dir
 
@@ -227,8 +234,9 @@ def test_every_rewritten_library_phrase_is_still_what_the_library_says(tmp_path)
     for call in (lambda: encode_answer(byte_tokenizer(), " ", "chat"),
                  lambda: check_style(byte_tokenizer(chat=False), "chat"),
                  lambda: resolve_groups(tiny_llama(), "nope"),
-                 lambda: check_length(tiny_llama(), 600, 10),
-                 lambda: find_data_dir("triviaqa", tmp_path / "nowhere")):
+                 lambda: check_length(tiny_llama(), 510, 10),
+                 lambda: find_data_dir("triviaqa", tmp_path / "nowhere"),
+                 lambda: load_model(str(_custom_code_model(tmp_path / "custom")))):
         with pytest.raises((ValueError, OSError)) as err:
             call()
         messages.append(str(err.value))
@@ -265,3 +273,83 @@ def test_a_chat_template_the_sandbox_stops_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("error: the model's chat template tried something jinja2's sandbox")
     assert "--style fewshot" in err and "Traceback" not in err
+
+
+def test_limit_zero_checks_the_data_and_the_out_file_too(folders, tmp_path, capsys, monkeypatch):
+    """--limit 0 says "valid" only after the data and --out are checked (never for a missing folder)."""
+    _no_model(monkeypatch)
+    out = tmp_path / "run.jsonl"
+    assert main(_qa_args(folders / "chat", tmp_path / "nowhere", out) + ["--limit", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nowhere" in err and "--data-dir" in err and not out.exists()
+    data = _data(tmp_path, ["Q?"])
+    out.write_text(json.dumps({"type": "header", "config": {"model": "other"}}) + "\n")
+    assert main(_qa_args(folders / "chat", data, out) + ["--limit", "0"]) == 2
+    assert "belongs to a run with a different configuration" in capsys.readouterr().err
+    out.write_text("not a result file\n")
+    assert main(_qa_args(folders / "chat", data, out) + ["--limit", "0"]) == 2
+    assert "has no gnuq header line" in capsys.readouterr().err
+    assert out.read_text() == "not a result file\n"
+
+
+@pytest.mark.parametrize("value, says", [("-inf", "must be a finite number (got -inf)"),
+                                         ("-1e-3", "must be ≥ 0.0001 (got -1e-3)"),
+                                         ("-NaN", "must be a finite number (got -NaN)")])
+def test_a_negative_value_is_read_as_a_value_not_a_flag(folders, tmp_path, capsys, monkeypatch, value, says):
+    _no_model(monkeypatch)
+    args = _qa_args(folders / "chat", _data(tmp_path, ["Q?"]), tmp_path / "run.jsonl")
+    assert main(args + ["--temperature", value]) == 2
+    assert capsys.readouterr().err == f"error: argument --temperature: {says} (see gnuq qa --help)\n"
+
+
+@pytest.mark.parametrize("case", ["file", "read_only"])
+def test_an_unusable_cache_folder_is_one_line_naming_the_variable(tmp_path, capsys, monkeypatch, case):
+    import os
+
+    from gnuq_core.repro import paths
+
+    target = tmp_path / "cache"
+    if case == "file":
+        target.write_text("x")
+    else:  # tests may run as root, for whom no folder is read-only: the check asks os.access
+        real = os.access
+        monkeypatch.setattr(paths.os, "access", lambda p, mode: False if Path(p) == target else real(p, mode))
+    monkeypatch.setenv("GNUQ_CACHE_DIR", str(target))
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF")
+    assert main(["score", "--model", str(gguf), "Q?"]) == 2
+    err = capsys.readouterr().err
+    want = ("is a file, not a folder: point GNUQ_CACHE_DIR to a folder" if case == "file"
+            else "is read-only: point GNUQ_CACHE_DIR to a writable folder")
+    assert err == f"error: GNUQ_CACHE_DIR={target} {want}\n"
+
+
+def _custom_code_model(folder: Path) -> Path:
+    """A saved tiny model whose config.json asks for its own code (which must never run)."""
+    tiny_llama(dtype=torch.float32).save_pretrained(folder)
+    byte_tokenizer().save_pretrained(folder)
+    config = json.loads((folder / "config.json").read_text())
+    config.update(model_type="custom_x", auto_map={"AutoConfig": "configuration_x.XConfig",
+                                                  "AutoModelForCausalLM": "modeling_x.XForCausalLM"})
+    (folder / "config.json").write_text(json.dumps(config))
+    (folder / "configuration_x.py").write_text("raise SystemExit('custom code ran')\n")
+    return folder
+
+
+def test_a_model_with_its_own_code_names_the_cli_flag(tmp_path, capsys):
+    assert main(["score", "--model", str(_custom_code_model(tmp_path / "custom")), "Q?"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "rerun with --trust-remote-code if you trust its source" in err
+    assert "trust_remote_code=True" not in err and "hf.co" not in err
+
+
+def test_an_output_encoding_without_the_characters_falls_back_to_escapes(folders):
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONIOENCODING": "ascii", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    run = subprocess.run([sys.executable, "-m", "gnuq_core.cli", "score", "--model", str(folders / "chat"),
+                          "Qui a écrit ‖Hamlet‖ ?", "--answer", "x"], capture_output=True, env=env, timeout=300)
+    assert run.returncode == 0, run.stderr
+    out = run.stdout.decode("ascii")
+    assert "Qui a \\xe9crit \\u2016Hamlet\\u2016 ?" in out and "epistemic" in out

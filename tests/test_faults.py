@@ -192,7 +192,7 @@ CASES = [
     ("chapter-value-not-a-choice", "chapters", "run 03 --out {book} --set lm_source=gpt2",
      r"lm_source='gpt2' must be one of"),
     ("chapter-empty-list", "chapters", "run 05 --out {book} --set widths=[]", r"widths=\[\] must not be empty"),
-    ("chapter-wrong-type", "chapters", "run 01 --out {book} --set n_mc=many", r"n_mc='many' is a str"),
+    ("chapter-wrong-type", "chapters", "run 01 --out {book} --set n_mc=many", r"n_mc='many' is text"),
     ("chapter-unknown-parameter", "chapters", "run 01 --out {book} --set n_mcc=5", r"unknown parameter\(s\) n_mcc"),
     ("chapter-malformed-set", "chapters", "run 01 --out {book} --set n_mc", r"--set 'n_mc': expected NAME=VALUE"),
     ("chapter-unknown", "chapters", "run 77 --out {book}", r"no chapter '77'"),

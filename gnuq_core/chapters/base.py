@@ -50,6 +50,15 @@ def _default(f: dataclasses.Field) -> Any:
     return f.default_factory() if f.default is dataclasses.MISSING else f.default  # type: ignore[misc]
 
 
+def _kind(value: Any) -> str:
+    """``"an int"``, ``"a float"``, ``"a list"``: a value's type for a sentence."""
+    name = {"int": "whole number", "float": "number", "str": "text", "bool": "true or false"}.get(
+        type(value).__name__, type(value).__name__)
+    if name in ("text", "true or false"):
+        return name
+    return ("an " if name[0] in "aeiou" else "a ") + name
+
+
 def _same_type(default: Any, value: Any) -> bool:
     if isinstance(default, bool) or isinstance(value, bool):
         return isinstance(default, bool) and isinstance(value, bool)
@@ -76,8 +85,8 @@ class ChapterParams:
         for f in dataclasses.fields(self):
             value, default = getattr(self, f.name), _default(f)
             if not _same_type(default, value):
-                raise ChapterError(f"{self.CHAPTER}: parameter {f.name}={value!r} is a {type(value).__name__}, "
-                                     f"but its default {default!r} is a {type(default).__name__}")
+                raise ChapterError(f"{self.CHAPTER}: parameter {f.name}={value!r} is {_kind(value)}, but its "
+                                   f"default {default!r} is {_kind(default)}: give {_kind(default)}")
             if isinstance(default, float) and isinstance(value, int):
                 object.__setattr__(self, f.name, float(value))  # 5 where 5.0 is meant
             rule = f.metadata.get("rule")

@@ -138,10 +138,12 @@ def check_length(model: Any, n_prompt: int, n_more: int) -> None:
     """Raise `PromptError` if prompt + answer/new tokens exceed the context window."""
     ctx = context_length(model)
     if ctx is not None and n_prompt + n_more > ctx:
+        # Fewer new tokens help only where the prompt itself fits.
+        fewer = f" (or lower max_new_tokens to at most {ctx - n_prompt})" if n_prompt < ctx else ""
         raise PromptError(
             f"the prompt has {n_prompt} tokens and up to {n_more} more are needed, but the model's context "
-            f"is {ctx} tokens: shorten the prompt by at least {n_prompt + n_more - ctx} tokens (or lower "
-            "max_new_tokens); gnuq does not truncate prompts because that silently changes the question")
+            f"is {ctx} tokens: shorten the prompt by at least {n_prompt + n_more - ctx} tokens{fewer}; gnuq does "
+            "not truncate prompts because that silently changes the question")
 
 
 def check_token_ids(model: Any, ids: Sequence[int], what: str) -> None:

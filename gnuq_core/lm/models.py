@@ -378,8 +378,15 @@ def _load_folder(folder: Path, *, dtype: str | None, device: str | None, device_
     kwargs: dict[str, Any] = {"dtype": _torch_dtype(dtype), "trust_remote_code": trust_remote_code}
     if device_map is not None:
         kwargs["device_map"] = device_map
-    model = AutoModelForCausalLM.from_pretrained(str(folder), **kwargs)
-    tok = AutoTokenizer.from_pretrained(str(folder), trust_remote_code=trust_remote_code)
+    try:
+        model = AutoModelForCausalLM.from_pretrained(str(folder), **kwargs)
+        tok = AutoTokenizer.from_pretrained(str(folder), trust_remote_code=trust_remote_code)
+    except ValueError as err:
+        if trust_remote_code or "trust_remote_code" not in str(err):
+            raise
+        raise ValueError(f"{folder} needs its own model code (the auto_map of its config.json) to load, and gnuq "
+                         "runs no downloaded code unless told to: pass trust_remote_code=True if you trust its "
+                         "source") from None
     if device_map is None and device:
         model = model.to(device)
     return model, tok

@@ -38,7 +38,9 @@ _CAUSAL_FIX = ("load a causal (decoder-only) LM with transformers.AutoModelForCa
 
 
 def _kind(value: Any) -> str:
-    return "None" if value is None else f"a {type(value).__name__}"
+    """``"None"``, ``"an int"``, ``"a list"``: a value's type for a message."""
+    name = type(value).__name__
+    return "None" if value is None else f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
 
 
 def text_list(value: Any, argument: str, *, what: str = "prompt", optional: bool = False) -> list[str | None]:

@@ -32,8 +32,25 @@ def cache_dir() -> Path:
     """Cache for heavy results: ``GNUQ_CACHE_DIR`` or ``$XDG_CACHE_HOME/gnuq`` or ``~/.cache/gnuq``.
 
     An empty or blank variable counts as unset (`env_path`: ``GNUQ_CACHE_DIR=`` must not put
-    hundreds of MB of weights into the current folder); ``~`` is expanded.
+    hundreds of MB of weights into the current folder); ``~`` is expanded. A folder that is a
+    file, cannot be created or is read-only raises `CacheDirError` naming the variable.
     """
-    path = env_path("GNUQ_CACHE_DIR") or (env_path("XDG_CACHE_HOME") or Path.home() / ".cache") / "gnuq"
-    path.mkdir(parents=True, exist_ok=True)
+    own, xdg = env_path("GNUQ_CACHE_DIR"), env_path("XDG_CACHE_HOME")
+    path = own or (xdg or Path.home() / ".cache") / "gnuq"
+    where = (f"GNUQ_CACHE_DIR={own}" if own else f"the cache folder {path} (from XDG_CACHE_HOME)" if xdg
+             else f"the cache folder {path}")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise CacheDirError(f"{where} is a file, not a folder: point GNUQ_CACHE_DIR to a folder") from None
+    except OSError as err:
+        raise CacheDirError(f"{where} cannot be created ({err.strerror}): point GNUQ_CACHE_DIR to a writable "
+                            "folder") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise CacheDirError(f"{where} is read-only: point GNUQ_CACHE_DIR to a writable folder")
     return path
+
+
+class CacheDirError(OSError, ValueError):
+    """The cache folder cannot be used; the message names the variable and the fix (a
+    `ValueError` too, so every entry point prints it as one line of bad input)."""

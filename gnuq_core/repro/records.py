@@ -34,9 +34,8 @@ try:
 except ImportError:  # pragma: no cover - not POSIX: no locking
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["ConfigMismatch", "OutputLocked", "OutputPathError", "RecordFile", "canonical_config", "check_output_path",
-           "new_output",
-           "read_records"]
+__all__ = ["ConfigMismatch", "OutputLocked", "OutputPathError", "RecordFile", "canonical_config", "check_output",
+           "check_output_path", "new_output", "read_records"]
 
 
 class ConfigMismatch(ValueError):
@@ -209,8 +208,7 @@ class RecordFile:
             good_bytes += len(line) + 1
         # Refuse a foreign file before changing a byte of it.
         if not parsed or parsed[0].get("type") != "header":
-            raise ConfigMismatch(f"{self.path} exists but has no gnuq header line: it is not a gnuq result file; "
-                                 "choose another --out path")
+            raise ConfigMismatch(_no_header(self.path))
         old = _header_config(self.path, parsed[0])
         seen: dict[str, tuple[int, dict[str, Any]]] = {}
         for n, r in enumerate(parsed[1:], 2):
@@ -220,11 +218,7 @@ class RecordFile:
                     raise DamagedFile(f"{self.path}, lines {seen[rid][0]} and {n}: two different records for id "
                                       f"{rid!r}: the file is damaged; keep the right one and rerun")
                 seen.setdefault(rid, (n, r))
-        if canonical_config(old) != self.config:
-            keys = sorted(k for k in set(old) | set(self.config) if old.get(k) != self.config.get(k))
-            diff = "; ".join(f"{k}: file has {old.get(k)!r}, this run {self.config.get(k)!r}" for k in keys)
-            raise ConfigMismatch(f"{self.path} belongs to a run with a different configuration ({diff}): use a "
-                                 "different --out file, or delete this one to start over")
+        _same_config(self.path, old, self.config)
         if torn:
             warnings.warn(f"{self.path}: dropping an incomplete last line (interrupted run)", stacklevel=3)
         if good_bytes < len(raw):
@@ -243,6 +237,38 @@ class RecordFile:
         self._write_line({"type": "record", "id": record_id, **record})
         self.done.add(record_id)
         return True
+
+
+def _same_config(path: Path, old: dict[str, Any], config: dict[str, Any]) -> None:
+    """Raise `ConfigMismatch` naming the differing keys unless ``old`` (a file's header) is ``config``."""
+    config = canonical_config(config)
+    if canonical_config(old) != config:
+        keys = sorted(k for k in set(old) | set(config) if old.get(k) != config.get(k))
+        diff = "; ".join(f"{k}: file has {old.get(k)!r}, this run {config.get(k)!r}" for k in keys)
+        raise ConfigMismatch(f"{path} belongs to a run with a different configuration ({diff}): use a "
+                             "different --out file, or delete this one to start over")
+
+
+def check_output(path: str | Path, config: dict[str, Any]) -> None:
+    """Raise what `RecordFile` would raise on opening ``path`` for ``config`` (a path that
+    cannot be written, a foreign or damaged file, another configuration), without creating,
+    locking or changing anything."""
+    path = Path(path)
+    check_output_path(path)
+    if path.exists() and path.stat().st_size > 0:
+        with path.open("rb") as f:
+            first = f.readline()
+        try:
+            header = json.loads(first)
+        except ValueError:  # not JSON, or not UTF-8
+            header = None
+        if not isinstance(header, dict) or header.get("type") != "header":
+            raise ConfigMismatch(_no_header(path))
+        _same_config(path, _header_config(path, header), config)
+
+
+def _no_header(path: Path) -> str:
+    return f"{path} exists but has no gnuq header line: it is not a gnuq result file; choose another --out path"
 
 
 def _header_config(path: Path, header: dict[str, Any]) -> dict[str, Any]:

@@ -43,7 +43,7 @@ def test_the_same_seed_gives_the_same_numbers() -> None:
     assert derivation.run(tiny).values == derivation.run(tiny).values
 
 
-@pytest.mark.parametrize("bad, says", [({"n_mc": 0}, "n_mc=0 must be ≥ 1"), ({"width": 2.5}, "is a float"),
+@pytest.mark.parametrize("bad, says", [({"n_mc": 0}, "n_mc=0 must be ≥ 1"), ({"width": 2.5}, "is a number"),
                                        ({"seed": -1}, "must be ≥ 0"), ({"n_train": 1}, "must be ≥ 2")])
 def test_params_refuse_bad_values_on_creation(bad: dict, says: str) -> None:
     with pytest.raises(ChapterError, match=f"^01_derivation: parameter .*{says}"):

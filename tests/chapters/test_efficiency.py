@@ -208,7 +208,7 @@ def test_params() -> None:
         ({"layouts": [[2, 0]]}, "element 0 must be ≥ 1"),
         ({"layouts": [[1, 100_000]]}, r"layouts=.* element \[1, 100000\] must be ≤"),
         ({"synthetic_prompt": [40, 20]}, "shortest ≤ longest"),
-        ({"memory": 1}, "memory=1 is a int"),
+        ({"memory": 1}, "memory=1 is a whole number"),
         ({"timed_once": ["gradient"]}, "gradient must be timed in every round"),
         ({"timed_once": ["naive"]}, "element 'naive' must be one of"),
         ({"long_answer_tokens": 0}, "long_answer_tokens=0 must be ≥ 1"),

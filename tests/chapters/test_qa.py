@@ -212,7 +212,7 @@ def test_params() -> None:
         qa.Params(n_boot=10_000_000_000)
     with pytest.raises(ChapterError, match="torch_threads=100000 must be ≤"):
         qa.Params(torch_threads=100_000)
-    with pytest.raises(ChapterError, match="embedding_judge=1 is a int"):
+    with pytest.raises(ChapterError, match="embedding_judge=1 is a whole number"):
         qa.Params(embedding_judge=1)
     with pytest.raises(ChapterError, match=r"unknown parameter\(s\) n_questions"):
         qa.Params.resolve({}, {"n_questions": 3})

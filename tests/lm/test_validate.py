@@ -61,7 +61,7 @@ def test_lists_must_line_up(lm) -> None:
     model, tok = lm
     with pytest.raises(ValueError, match="2 prompts but 1 answers: pass one of each per row"):
         score_many(model, tok, ["a?", "b?"], ["x"])
-    with pytest.raises(InputTypeError, match=r"prompts\[1\] is a int, not text"):
+    with pytest.raises(InputTypeError, match=r"prompts\[1\] is an int, not text"):
         score_many(model, tok, ["a?", 3], ["x", "y"])
     with pytest.raises(PromptError, match=r"answers\[0\]: the answer is empty .* pass None to let the model"):
         score_many(model, tok, ["a?"], [" "])
@@ -107,7 +107,7 @@ def test_other_arguments_are_checked_by_type(lm) -> None:
         score(model, None, "Q?", "x")
     with pytest.raises(InputTypeError, match="per_group='yes' is a str: pass True or False"):
         score(model, tok, "Q?", "x", per_group="yes")
-    with pytest.raises(InputTypeError, match="groups=3 is a int"):
+    with pytest.raises(InputTypeError, match="groups=3 is an int"):
         score(model, tok, "Q?", "x", groups=3)
     with pytest.raises(ValueError, match="unknown style 'json'"):
         score(model, tok, "Q?", "x", style="json")
