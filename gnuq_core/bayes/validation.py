@@ -16,9 +16,9 @@ import numpy as np
 
 from gnuq_core.bayes import laplace
 from gnuq_core.bayes.bnn import n_params
-from gnuq_core.bayes.local import MapSummary, local_estimates
+from gnuq_core.bayes.local import MapSummary, estimates_at_stored_theta, local_estimates
 from gnuq_core.bayes.reference import Setting, prepare, reference, release_compiled, setting_id
-from gnuq_core.store import Sample, Store
+from gnuq_core.store import Recipe, Sample, Store
 
 __all__ = ["Setting", "MapSummary", "evaluate", "reference", "stored_references", "local_estimates",
            "stored_local_estimates", "setting_id", "release_compiled", "PAPER_ESTIMATE"]
@@ -75,8 +75,9 @@ def stored_local_estimates(settings: Sequence[Setting], laplace_estimates: bool 
     """:func:`local_estimates` of ``settings`` through ``store`` (kind ``local_estimates``).
 
     Stored records are reused, missing ones computed and appended, and ``verify`` randomly
-    chosen stored ones are recomputed from scratch (the MAP fitted again) and compared under
-    the kind's contract. ``world`` and ``read_only`` as in :func:`stored_references`.
+    chosen stored ones are checked under the kind's contract: on the platform that made them
+    the MAP is fitted again, elsewhere every estimate is recomputed at the stored θ*
+    (:func:`estimates_at_stored_theta`). ``world`` and ``read_only`` as in :func:`stored_references`.
 
     Returns
     -------
@@ -85,8 +86,10 @@ def stored_local_estimates(settings: Sequence[Setting], laplace_estimates: bool 
     """
     by_id = {setting_id(s, query_sets): s for s in settings}
     config = {"laplace": laplace_estimates, "ntk": ntk, "query_sets": list(query_sets)}
-    recs = store.items("local_estimates", config, list(by_id),
-                       lambda i: local_estimates(by_id[i], laplace_estimates, ntk, query_sets), verify=verify,
+    recipe = Recipe(lambda i: local_estimates(by_id[i], laplace_estimates, ntk, query_sets),
+                    from_outputs=lambda i, stored, _: estimates_at_stored_theta(by_id[i], stored, laplace_estimates,
+                                                                               ntk, query_sets))
+    recs = store.items("local_estimates", config, list(by_id), recipe, verify=verify,
                        progress="MAP fits and local estimates" if progress else None, world=world, read_only=read_only)
     return {r["id"]: r for r in recs}
 
