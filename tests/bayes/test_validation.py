@@ -139,3 +139,27 @@ def test_a_multiclass_setting_is_compared_at_the_class_the_map_predicts(fake_nut
         assert q["ref"]["var_p_all"].shape == (n, 3) and q["est"]["iso_p"].shape == (n,)
         np.testing.assert_allclose(q["ref"]["alea_p"], q["ref"]["mean_p"] * (1 - q["ref"]["mean_p"]) - q["ref"]["var_p"])
         assert {"laplace_p", "ggn_p", "diag_p", "aleatoric"} <= set(q["est"]) and "iso_f" not in q["est"]
+
+
+def test_theta_round_trips_and_another_cpu_checks_the_estimates_at_it(tmp_path):
+    """θ* is stored bit for bit; the foreign check recomputes at it and catches a changed estimate."""
+    from gnuq_core.bayes.local import decode_theta, encode_theta, estimates_at_stored_theta, local_estimates
+    from gnuq_core.store.contracts import Context
+    from gnuq_core.store.kinds import get
+
+    theta = np.random.default_rng(0).standard_normal(7)
+    assert np.array_equal(decode_theta(encode_theta(theta), 7), theta)
+    with pytest.raises(ValueError, match="holds 7 values, the setting's network has 8"):
+        decode_theta(encode_theta(theta), 8)
+    with pytest.raises(ValueError, match="not base64"):
+        decode_theta("no base64!", 7)
+    setting = Setting("two_moons", dict(n_train=20, n_query_in=10, grid_size=5), dict(width=3),
+                      mcmc.NutsSettings(num_warmup=5, num_samples=20, num_chains=2), seed=1, n_restarts=1)
+    record = local_estimates(setting)
+    record.pop("seconds")
+    rule = get("local_estimates").contract.foreign
+    again = estimates_at_stored_theta(setting, record)
+    assert max(d.units for d in rule.compare(record, again, Context())) <= 1e-3
+    record["q"]["grid"]["est"]["iso_f"][0] *= 1.5
+    worst = max(rule.compare(record, again, Context()), key=lambda d: d.units)
+    assert worst.units > 1 and worst.path == ".q.grid.est.iso_f[0]"
