@@ -132,7 +132,7 @@ def decode_theta(text: str, size: int) -> np.ndarray:
     """θ* from :func:`encode_theta`'s text; ``ValueError`` unless it holds ``size`` values."""
     try:
         flat = np.frombuffer(base64.b64decode(text.encode("ascii"), validate=True), dtype="<f8")
-    except (ValueError, UnicodeEncodeError) as err:
+    except ValueError as err:  # binascii.Error and UnicodeEncodeError are ValueErrors
         raise ValueError(f"the stored θ* is not base64 of float64 values ({err})") from None
     if flat.size != size:
         raise ValueError(f"the stored θ* holds {flat.size} values, the setting's network has {size}")

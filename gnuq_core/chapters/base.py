@@ -51,7 +51,7 @@ def _default(f: dataclasses.Field) -> Any:
 
 
 def _kind(value: Any) -> str:
-    """``"an int"``, ``"a float"``, ``"a list"``: a value's type for a sentence."""
+    """``"a whole number"``, ``"a number"``, ``"text"``, ``"a list"``: a value's type in words for a sentence."""
     name = {"int": "whole number", "float": "number", "str": "text", "bool": "true or false"}.get(
         type(value).__name__, type(value).__name__)
     if name in ("text", "true or false"):
