@@ -280,3 +280,115 @@ def test_the_polygraph_calculator_keeps_rows_or_refuses(whitebox, data) -> None:
     assert _is_text_list(texts) and isinstance(answers, list) and len(answers) == len(texts)
     assert all(len(v) == len(texts) for v in out.values())
     event("scored")
+
+
+# --- the command line's options ---------------------------------------------------------------
+
+NUMBER_TEXTS = st.one_of(
+    st.sampled_from(["0", "1", "2", "-1", "-0", "0.5", "1.0", "1e3", "1e400", "-1e-3", "inf", "-inf", "nan", "-NaN",
+                     "1_000", " 7 ", "0x10", "", " ", "٣", "1,5", "10" * 12, "--", "\x00", "1\x00", "ⅷ", "+3",
+                     "3.", ".5", "1e-400", "9" * 30]),
+    st.integers(-5, 10**7).map(str), st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.text(max_size=5))
+"""What a user may type after a numeric flag."""
+
+
+def _reference_accepts(text: str, rule) -> bool:
+    """Whether ``text`` is a number ``rule`` allows, decided from Python's own number syntax."""
+    try:
+        x = float(text.strip())
+    except ValueError:
+        return False
+    if not math.isfinite(x) or (rule.integer and not x.is_integer()):
+        return False
+    if rule.integer:
+        try:
+            int(text.strip(), 10)
+        except ValueError:
+            return False
+    return ((rule.minimum is None or x >= rule.minimum) and (rule.maximum is None or x <= rule.maximum)
+            and (rule.above is None or x > rule.above) and (rule.below is None or x < rule.below))
+
+
+@settings(SETTINGS, max_examples=300)
+@given(name=st.sampled_from(sorted(__import__("gnuq_core.options", fromlist=["OPTIONS"]).OPTIONS)), text=NUMBER_TEXTS)
+def test_every_numeric_flag_takes_exactly_the_numbers_its_rule_allows(name, text) -> None:
+    """Every ``type=flag(...)`` of every command: a value the rule allows comes back equal to the
+    typed number; anything else is one line naming the rule's reason and what was typed."""
+    import argparse
+
+    from gnuq_core.options import OPTIONS, flag
+
+    rule = OPTIONS[name]
+    if rule.choices or not (rule.integer or rule.minimum is not None or rule.maximum is not None):
+        return
+    try:
+        value = flag(name)(text)
+    except argparse.ArgumentTypeError as err:
+        _one_line(err)
+        assert not _reference_accepts(text, rule), f"{name}: {text!r} refused: {err}"
+        return
+    assert _reference_accepts(text, rule), f"{name}: {text!r} accepted as {value!r}"
+    assert value == float(text.strip()) and isinstance(value, int) == rule.integer
+    event("accepted")
+
+
+@pytest.fixture(scope="module")
+def model_folder(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("model")
+    tiny_llama(dtype=torch.float32).save_pretrained(folder)
+    byte_tokenizer().save_pretrained(folder)
+    return folder
+
+
+CLI_VALUES = {
+    "--max-new-tokens": NUMBER_TEXTS, "--samples": NUMBER_TEXTS, "--temperature": NUMBER_TEXTS,
+    "--threshold": NUMBER_TEXTS, "--seed": NUMBER_TEXTS, "--threads": NUMBER_TEXTS,
+    "--dtype": st.sampled_from(["float32", "float64", "bfloat16", "float16", "float8", "int8", "", "FLOAT32"]),
+    "--groups": st.sampled_from(["all", "lm_head", "last_block", "lm_head,last_block", "", ",", "nope", "all,all"]),
+    "--clusterer": st.sampled_from(["embedding", "exact", "nli", "", "EXACT"]),
+    "--style": st.sampled_from(["auto", "chat", "fewshot", "other"]),
+    "--device": st.sampled_from(["cpu", "CPU", "cuda:0", "meta", "", "cpu:0", "tpu"]),
+}
+"""The options of ``gnuq qa`` and what a user may pass to each (valid and not)."""
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=st.data())
+def test_the_qa_command_line_is_valid_or_one_line_exit_2(model_folder, tmp_path_factory, monkeypatch, capsys,
+                                                         data) -> None:
+    """``gnuq qa … --limit 0`` with any mix of option values: either "valid" (status 0, every
+    numeric option within its rule) or one ``error:`` line and status 2, never a traceback; the
+    model is never loaded and --out never written."""
+    import gnuq_core.cli as cli
+    from gnuq_core.options import OPTIONS
+
+    monkeypatch.setattr(cli, "_load", lambda args: pytest.fail("--limit 0 loaded the model"))
+    root = tmp_path_factory.mktemp("qa")
+    (root / "triviaqa").mkdir()
+    (root / "triviaqa" / "validation.jsonl").write_text('{"id": "tqa_0", "question": "Q?", "answers": ["x"]}\n')
+    chosen = data.draw(st.dictionaries(st.sampled_from(sorted(CLI_VALUES)), st.just(None), max_size=4), "flags")
+    argv = ["qa", "--model", str(model_folder), "--dataset", "triviaqa", "--data-dir", str(root),
+            "--out", str(root / "run.jsonl"), "--limit", data.draw(st.sampled_from(["0", "0", "-0", " 0"]), "limit")]
+    for option in chosen:
+        argv += [option, data.draw(CLI_VALUES[option], option)]
+    capsys.readouterr()
+    status = cli.main(argv)
+    out, err = capsys.readouterr()
+    assert not (root / "run.jsonl").exists()
+    if status == 2:
+        assert out == "" and err.startswith("error: ") and err.count("\n") == 1, (argv, err)
+        event("refused")
+        return
+    assert status == 0 and "the options, the data and --out are valid" in out, (argv, status, out, err)
+    rules = {"--max-new-tokens": "max_new_tokens", "--samples": "n_samples", "--temperature": "temperature",
+             "--threshold": "threshold", "--seed": "seed", "--threads": "threads"}
+    for option, name in rules.items():
+        if option in chosen:
+            assert _reference_accepts(argv[argv.index(option) + 1], OPTIONS[name]), argv
+    if "--dtype" in chosen:
+        assert argv[argv.index("--dtype") + 1] in ("float32", "float64", "bfloat16", "float16"), argv
+    if "--groups" in chosen:
+        assert argv[argv.index("--groups") + 1] in ("all", "lm_head", "last_block", "all,all"), argv
+    event("valid")
