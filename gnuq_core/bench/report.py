@@ -153,9 +153,11 @@ def baseline_name(key: str) -> str:
 
 def batching_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
     """Per model and batch size: answers per second of batched scoring and the speed-up over
-    one answer per pass (`gnuq_core.bench.batching`)."""
+    one answer per pass, and what the public boundary's checks cost beside the passes
+    (`gnuq_core.bench.batching`; absent in runs made before they were timed)."""
     return [{"model": spec, "batch size": r["batch_size"], "answers / s": r["answers_per_second"],
-             "speed-up over B = 1": r["speedup_over_1"], "seconds for all": r["seconds"], "answers": r["pairs"]}
+             "speed-up over B = 1": r["speedup_over_1"], "seconds for all": r["seconds"], "answers": r["pairs"],
+             "checks ÷ passes": r.get("checks_share", np.nan)}
             for spec, e in res["models"].items() for r in e.get("batching", [])]
 
 

@@ -505,7 +505,7 @@ def _batching(res: dict[str, Any], out: Result) -> None:
     """Answers per second against batch size, per model (batched scoring, exact per-answer norms)."""
     rows = report.batching_rows(res)
     out.tables["batching"] = rows_table(rows, {"answers / s": ".2f", "speed-up over B = 1": ".2f",
-                                               "seconds for all": ".1f"},
+                                               "seconds for all": ".1f", "checks ÷ passes": ".1e"},
                                         caption="Batched scoring: answers per second") if rows else Markdown(
         "*Batched scoring was not timed in this build (`batch_sizes: []`).*")
     best = {}
@@ -515,6 +515,9 @@ def _batching(res: dict[str, Any], out: Result) -> None:
     out.values["batching_list"] = Markdown("; ".join(
         f"`{m}` {r['answers / s']:.2f} answers/s at B = {r['batch size']} ({r['speed-up over B = 1']:.2f}× B = 1)"
         for m, r in best.items()) or "not measured in this build")
+    shares = [r["checks ÷ passes"] for r in rows if np.isfinite(r["checks ÷ passes"])]
+    out.values["checks_share"] = Markdown(f"at most {max(shares):.1e} of the passes' time" if shares
+                                          else "not timed in this run")
 
 
 def _throughput(res: dict[str, Any], out: Result) -> None:

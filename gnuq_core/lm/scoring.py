@@ -25,7 +25,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from tqdm.auto import tqdm
 
@@ -37,7 +37,7 @@ from gnuq_core.lm import validate
 from gnuq_core.lm.prompts import STYLES, encode_answer, encode_prompt, format_prompt
 from gnuq_core.options import OPTIONS
 
-__all__ = ["ScoreResult", "PREDICTIONS", "BACKENDS", "BatchingFallback", "score", "score_many"]
+__all__ = ["ScoreResult", "PREDICTIONS", "BACKENDS", "BatchingFallback", "score", "score_many", "check_many"]
 
 PREDICTIONS = ("sequence", "normalized")
 BACKENDS = ("fast", "reference")
@@ -183,6 +183,27 @@ def _result(answer_text: str, answer_ids: list[int], gp: GradientPass, predictio
     return ScoreResult(answer_text, answer_ids, gp.token_log_probs, seq, norm, prediction, generation, timings)
 
 
+def check_many(model: Any, tokenizer: Any, prompts: Any, answers: Any = None, *, style: str = "chat",
+               brief: bool = True, max_new_tokens: int = 32, groups: Any = None, per_group: bool = False,
+               prediction: str = "sequence", backend: str = "fast", batch_size: int = 16,
+               progress: bool = True) -> tuple[list[str], list[str | None]]:
+    """`score_many`'s checks of its arguments, all of them, before any pass: the prompts and the
+    answers as lists of equal length (None for an answer to generate).
+
+    Its own function so that the benchmark can time the public boundary beside the passes
+    (`gnuq_core.bench.batching`). Raises as `score_many` does.
+    """
+    _check_arguments(model, tokenizer, style, brief, max_new_tokens, groups, per_group, prediction, backend)
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size={batch_size!r}: use a whole number ≥ 1")
+    validate.flag(progress, "progress")
+    checked = validate.text_list(prompts, "prompts")
+    paired = (validate.text_list(answers, "answers", what="answer", optional=True) if answers is not None
+              else [None] * len(checked))
+    validate.same_length(prompts=checked, answers=paired)
+    return cast("list[str]", checked), paired
+
+
 def score_many(model: Any, tokenizer: Any, prompts: Sequence[str], answers: Sequence[str | None] | None = None,
                *, style: str = "chat", brief: bool = True, max_new_tokens: int = 32, groups: Any = None,
                per_group: bool = False, prediction: str = "sequence", backend: str = "fast", batch_size: int = 16,
@@ -205,14 +226,9 @@ def score_many(model: Any, tokenizer: Any, prompts: Sequence[str], answers: Sequ
         As `score` does, before any pass; also for a bare ``str`` given as ``prompts`` or
         ``answers`` and for lists of different lengths (`gnuq_core.lm.validate`).
     """
-    _check_arguments(model, tokenizer, style, brief, max_new_tokens, groups, per_group, prediction, backend)
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size={batch_size!r}: use a whole number ≥ 1")
-    validate.flag(progress, "progress")
-    prompts = validate.text_list(prompts, "prompts")
-    answers = (validate.text_list(answers, "answers", what="answer", optional=True) if answers is not None
-               else [None] * len(prompts))
-    validate.same_length(prompts=prompts, answers=answers)
+    prompts, answers = check_many(model, tokenizer, prompts, answers, style=style, brief=brief,
+                                  max_new_tokens=max_new_tokens, groups=groups, per_group=per_group,
+                                  prediction=prediction, backend=backend, batch_size=batch_size, progress=progress)
     pairs = [_answer(model, tokenizer, p, a, style, brief, max_new_tokens, None)
              for p, a in tqdm(list(zip(prompts, answers)), desc="answering", disable=not progress or
                               all(a is not None for a in answers))]

@@ -40,7 +40,7 @@ _CAUSAL_FIX = ("load a causal (decoder-only) LM with transformers.AutoModelForCa
 def _kind(value: Any) -> str:
     """``"None"``, ``"an int"``, ``"a list"``: a value's type for a message."""
     name = type(value).__name__
-    return "None" if value is None else f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+    return "None" if value is None else f"{'an' if name[0] in 'aeiouAEIOU' else 'a'} {name}"
 
 
 def text_list(value: Any, argument: str, *, what: str = "prompt", optional: bool = False) -> list[str | None]:

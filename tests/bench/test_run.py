@@ -44,6 +44,8 @@ def test_results_structure(results: dict) -> None:
     assert e["profile"]["gradient"]["ops"] and results["ladder"][0]["params"] > 0
     assert [r["batch_size"] for r in e["batching"]] == [1, 2] and all(r["pairs"] == 3 for r in e["batching"])
     assert e["batching"][0]["speedup_over_1"] == 1.0 and e["batching"][1]["answers_per_second"] > 0
+    assert all(0 < r["checks_share"] == r["checks_seconds"] / r["seconds"] for r in e["batching"])  # checks timed
+    assert all(r["checks_share"] != r["checks_share"] for r in results["models"]["random:tiny"]["batching"])  # NaN
     assert results["machine"]["device"] == "cpu" and "commit" in results["git"]
     timed = {spec: m["grams"] for spec, m in results["models"].items() if m["grams"]["kernels"]}
     assert all(g["repeats"] == 2 and g["kernels"]["full"]["ratio"]["median"] == 1.0 for g in timed.values())
