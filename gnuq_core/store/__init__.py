@@ -1,17 +1,14 @@
 """The results store: per-item results that rebuild on any machine, under a contract per kind.
 
-The paper edition reads its expensive results (NUTS references, spectra, the QA records)
-from ``results/`` and recomputes a random sample from scratch in every build. What
-"agrees" means depends on the kind, and is declared with it:
+The paper edition reads its expensive results from ``results/`` and recomputes a random sample
+in every build; what "agrees" means is declared with each kind:
 
 - `kinds`: THE registry of stored kinds: version, contract, what an item is;
 - `contracts`: exact (a tolerance on any machine) and chaotic (bit-identical on the
   platform that made an item, a statistical rule elsewhere);
 - `gnuq_core.repro.fingerprint`, `gnuq_core.repro.threads`: the platform and BLAS threads an item was made under;
 - `store`: the one interface, :meth:`Store.items` (`open_store` picks the store per profile);
-- `verify`: check every stored item of a file, not a sample.
-
-Command line: ``gnuq store {status,verify,simulate}``.
+- `verify`: check every stored item of a file, not a sample. Command line: ``gnuq store {status,verify,simulate}``.
 """
 
 from gnuq_core.store.store import (Check, Recipe, ResultsDisagree, Sample, Store, StoreDamaged, StoreIncomplete,

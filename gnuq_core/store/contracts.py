@@ -225,7 +225,8 @@ class SeedSpread(ForeignRule):
     *and* the stored value lie within the range of the other stored seeds widened by
     ``k·sd`` (2), where ``sd`` is the other seeds' standard deviation and both bounds are
     widened by ``atol + rtol·|value|`` (a quantity every seed gives identically must then
-    agree to that; ``rtol`` covers the stored digits). An altered stored number breaks
+    agree to that; ``rtol`` covers the stored digits) and by a field's ``floors`` entry (the
+    resolution of an accuracy over a few hundred examples). An altered stored number breaks
     both (1) and (2) once it moves more than ``k·sd`` from what the seeds allow. Its units:
     the smaller of the two distances over what each allows.
     """
@@ -234,6 +235,7 @@ class SeedSpread(ForeignRule):
     atol: float = 1e-9
     rtol: float = 1e-6
     min_items: int = 5
+    floors: tuple[tuple[str, float], ...] = ()  # (field path, e.g. ".train_acc", absolute allowance)
 
     def compare(self, stored: Record, fresh: Record, context: Context) -> list[Deviation]:
         others = [r for r in context.stored_records if r is not stored and r != stored]
@@ -254,7 +256,7 @@ class SeedSpread(ForeignRule):
                 continue
             s, f = float(s), float(f)
             spread = float(np.std(seen, ddof=1)) if len(seen) > 1 else 0.0
-            slack = self.atol + self.rtol * max(abs(s), abs(f))
+            slack = self.atol + self.rtol * max(abs(s), abs(f)) + dict(self.floors).get(p, 0.0)
             paired = abs(f - s) / (self.k * spread + slack)
             lo, hi = min(seen), max(seen)
             band = max(max(0.0, lo - x, x - hi) for x in (s, f)) / (self.k * spread + slack)
@@ -264,7 +266,7 @@ class SeedSpread(ForeignRule):
     def rule(self) -> str:
         return (f"every number within {self.k:g} standard deviations of its stored value, or, with its stored value, "
                 f"within the other stored seeds' range widened by {self.k:g} standard deviations (a retrained "
-                "replicate)")
+                "replicate)" + "".join(f"; {p.lstrip('.')} also within {v:g}" for p, v in self.floors))
 
 
 @dataclass(frozen=True)

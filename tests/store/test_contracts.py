@@ -54,6 +54,10 @@ def test_seed_spread_passes_a_perturbed_or_other_basin_replicate_and_fails_an_al
     assert worst(rule.compare(altered[1], SEEDS[1], Context(altered))).units > 1
     zero_spread = {**SEEDS[1], "acc": 0.85}  # every seed gives 0.84: only the stored digits are allowed
     assert worst(rule.compare(SEEDS[1], zero_spread, ctx)).units > 1
+    counted = SeedSpread(k=3, floors=((".acc", 0.02),))  # an accuracy's resolution, declared
+    assert worst(counted.compare(SEEDS[1], zero_spread, ctx)).units < 1
+    assert worst(counted.compare(SEEDS[1], {**SEEDS[1], "acc": 0.9}, ctx)).units > 1
+    assert "acc also within 0.02" in counted.rule()
     with pytest.raises(ValueError, match="at least 5 stored items"):
         rule.compare(SEEDS[0], SEEDS[0], Context(SEEDS[:3]))
 
