@@ -5,4 +5,9 @@ with Gradient Norms* (Grünefeld, Frellsen, Hardmeier, 2026). Heavy frameworks (
 jax) are imported by the submodules that need them, never here.
 """
 
-__version__ = "0.1.0"
+from importlib import metadata as _metadata
+
+try:
+    __version__ = _metadata.version("gnuq")  # one source: pyproject.toml
+except _metadata.PackageNotFoundError:  # a source tree that was never installed
+    __version__ = "0+unknown"

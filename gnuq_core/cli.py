@@ -33,6 +33,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from gnuq_core import __version__
 from gnuq_core.lm.clustering import CLUSTERERS
 from gnuq_core.options import (OneLineParser, UsageError, flag, group_list, groups_value, one_group, output_path,
                                run_command)
@@ -264,6 +265,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 
 def _parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="gnuq", description="Gradient-norm uncertainty for LLM answers.")
+    parser.add_argument("--version", action="version", version=f"gnuq {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, (module, text) in SUBCOMMANDS.items():  # listed in --help; main() hands them on before parsing
         sub.add_parser(name, help=f"{text} (gnuq {name} --help)", add_help=False)

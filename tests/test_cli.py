@@ -353,3 +353,10 @@ def test_an_output_encoding_without_the_characters_falls_back_to_escapes(folders
     assert run.returncode == 0, run.stderr
     out = run.stdout.decode("ascii")
     assert "Qui a \\xe9crit \\u2016Hamlet\\u2016 ?" in out and "epistemic" in out
+
+
+def test_version_names_the_installed_package(capsys):
+    import importlib.metadata
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"gnuq {importlib.metadata.version('gnuq')}"

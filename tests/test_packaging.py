@@ -36,3 +36,16 @@ def test_wheel_contains_and_imports_every_subpackage(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
                          env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"})
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_the_citation_file_names_this_version_and_the_paper() -> None:
+    import tomllib
+
+    import yaml
+
+    cff = yaml.safe_load((REPO_ROOT / "CITATION.cff").read_text(encoding="utf-8"))
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert cff["cff-version"] == "1.2.0" and cff["version"] == project["version"]  # bump both together
+    bib = (REPO_ROOT / "book" / "references.bib").read_text(encoding="utf-8")
+    arxiv = cff["preferred-citation"]["identifiers"][0]["value"]
+    assert arxiv in bib and cff["preferred-citation"]["title"] in bib  # the same paper the book cites
