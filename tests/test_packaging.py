@@ -8,6 +8,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from gnuq_core.repro.paths import REPO_ROOT
 
 
@@ -49,3 +51,15 @@ def test_the_citation_file_names_this_version_and_the_paper() -> None:
     bib = (REPO_ROOT / "book" / "references.bib").read_text(encoding="utf-8")
     arxiv = cff["preferred-citation"]["identifiers"][0]["value"]
     assert arxiv in bib and cff["preferred-citation"]["title"] in bib  # the same paper the book cites
+
+
+def test_the_front_door_names_the_public_functions_without_importing_torch() -> None:
+    code = ("import sys, gnuq_core; assert 'torch' not in sys.modules; "
+            "from gnuq_core import score, score_many, torch_uncertainty, load_model, ScoreResult; "
+            "from gnuq_core.lm.scoring import score as s; assert score is s; "
+            "assert set(gnuq_core.__all__) <= set(dir(gnuq_core))")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    import gnuq_core
+
+    with pytest.raises(AttributeError, match="scores_many"):  # a misspelt name, as for any module
+        gnuq_core.scores_many
