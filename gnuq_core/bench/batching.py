@@ -11,7 +11,8 @@ batched code path with a batch of one).
 Beside each timed size, in the same rounds, the public boundary's checks
 (`gnuq_core.lm.scoring.check_many`: the model, the tokenizer, the options, every prompt and
 answer text) run on the same pairs as text, one call per batch, so that ``checks_share``
-(checks ÷ passes, medians) says what validating at the boundary costs the batched pass.
+(checks ÷ passes, medians) says what validating at the boundary costs the batched pass
+(NaN for a synthetic subject: it has no text to check).
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ def _check_all(model: Any, tokenizer: Any, prompts: list[str], answers: list[str
 def batch_throughput(subject: Subject, questions: list[Question], config: BenchConfig,
                      progress: bool = True) -> list[dict[str, Any]]:
     """One row per batch size: ``{"batch_size", "pairs", "seconds", "answers_per_second",
-    "speedup_over_1", "runs", "checks_seconds", "checks_share"}`` (empty when no question has an answer or no size is asked for)."""
+    "speedup_over_1", "runs", "checks_seconds", "checks_share"}`` (empty when no question has an
+    answer or no size is asked for)."""
     from tqdm.auto import tqdm
 
     usable = [q for q in questions if q.answer_ids]
