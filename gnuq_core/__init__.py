@@ -20,6 +20,7 @@ _FRONT_DOOR = {
     "score": "gnuq_core.lm.scoring",
     "score_many": "gnuq_core.lm.scoring",
     "ScoreResult": "gnuq_core.lm.scoring",
+    "to_frame": "gnuq_core.lm.scoring",
     "load_model": "gnuq_core.lm.models",
     "torch_uncertainty": "gnuq_core.estimators.torch_backend",
 }

@@ -37,7 +37,7 @@ from gnuq_core.lm import validate
 from gnuq_core.lm.prompts import STYLES, encode_answer, encode_prompt, format_prompt
 from gnuq_core.options import OPTIONS
 
-__all__ = ["ScoreResult", "PREDICTIONS", "BACKENDS", "BatchingFallback", "score", "score_many", "check_many"]
+__all__ = ["ScoreResult", "PREDICTIONS", "BACKENDS", "BatchingFallback", "score", "score_many", "check_many", "to_frame"]
 
 PREDICTIONS = ("sequence", "normalized")
 BACKENDS = ("fast", "reference")
@@ -89,6 +89,29 @@ class ScoreResult:
                 "prediction": self.prediction, "sequence": self.sequence.to_dict(),
                 "normalized": self.normalized.to_dict(),
                 "generation": asdict(self.generation) if self.generation else None, "timings": self.timings}
+
+
+def to_frame(results: Sequence[ScoreResult]) -> Any:
+    """A pandas DataFrame of `score`/`score_many` results, one row per answer, in order.
+
+    Columns: ``answer``, ``answer_tokens``, ``prediction`` (which reading of p), the chosen
+    reading's `Uncertainty` fields (``log_p`` … ``combined``; rank by ``log10_epistemic``,
+    which does not underflow), ``group:<name>`` per requested parameter group, and the
+    seconds of each pass (``seconds:generate``, ``seconds:gradient``).
+    """
+    import pandas as pd
+
+    if isinstance(results, ScoreResult) or not all(isinstance(r, ScoreResult) for r in results):
+        raise validate.InputTypeError("results: pass a list of ScoreResult, as score_many returns (for one result "
+                                      "of score, [result])")
+    rows = []
+    for r in results:
+        fields = r.uncertainty._asdict()
+        groups = fields.pop("group_sq_norms")
+        rows.append({"answer": r.answer, "answer_tokens": len(r.answer_ids), "prediction": r.prediction, **fields,
+                     **{f"group:{g}": v for g, v in groups.items()},
+                     **{f"seconds:{k}": v for k, v in r.timings.items()}})
+    return pd.DataFrame(rows)
 
 
 def score(model: Any, tokenizer: Any, prompt: str, answer: str | None = None, *, style: str = "chat",

@@ -16,7 +16,7 @@ from gnuq_core.lm.gradient import reference_pass, answer_log_probs, forward_back
 from gnuq_core.lm.decoding import generate
 from gnuq_core.lm.anatomy import resolve_groups
 from gnuq_core.estimators import sequence_and_normalized
-from gnuq_core.lm.scoring import score, score_many
+from gnuq_core.lm.scoring import score, score_many, to_frame
 from tests.tiny_models import byte_tokenizer, tiny_gemma, tiny_llama
 
 PROMPT = [1, 40, 0, 41, 42, 0, 43]  # contains the padding id 0 twice
@@ -179,6 +179,12 @@ def test_score_end_to_end_and_options(models):
     assert d["sequence"]["p"] == r.sequence.p
     many = score_many(m, tok, ["A?", "B?"], ["x", None], progress=False, max_new_tokens=2)
     assert len(many) == 2 and many[0].answer == "x"
+    frame = to_frame(many)  # one row per answer, the chosen reading's fields as columns
+    assert list(frame["answer"]) == [r.answer for r in many] and len(frame) == 2
+    assert frame["log10_epistemic"].tolist() == [r.uncertainty.log10_epistemic for r in many]
+    assert "seconds:gradient" in frame and "group_sq_norms" not in frame
+    with pytest.raises(TypeError, match=r"\[result\]"):
+        to_frame(many[0])
     fs = score(models["gemma"], byte_tokenizer(chat=False), "Q?", answer="yes", style="fewshot")
     assert fs.answer_ids == byte_tokenizer()(" yes", add_special_tokens=False)["input_ids"]
 
