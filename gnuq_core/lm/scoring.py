@@ -37,7 +37,8 @@ from gnuq_core.lm import validate
 from gnuq_core.lm.prompts import STYLES, encode_answer, encode_prompt, format_prompt
 from gnuq_core.options import OPTIONS
 
-__all__ = ["ScoreResult", "PREDICTIONS", "BACKENDS", "BatchingFallback", "score", "score_many", "check_many", "to_frame"]
+__all__ = ["ScoreResult", "PREDICTIONS", "BACKENDS", "BatchingFallback", "score", "score_many", "check_many",
+           "to_frame"]
 
 PREDICTIONS = ("sequence", "normalized")
 BACKENDS = ("fast", "reference")
@@ -101,7 +102,7 @@ def to_frame(results: Sequence[ScoreResult]) -> Any:
     """
     import pandas as pd
 
-    if isinstance(results, ScoreResult) or not all(isinstance(r, ScoreResult) for r in results):
+    if not isinstance(results, (list, tuple)) or not all(isinstance(r, ScoreResult) for r in results):
         raise validate.InputTypeError("results: pass a list of ScoreResult, as score_many returns (for one result "
                                       "of score, [result])")
     rows = []

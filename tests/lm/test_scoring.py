@@ -183,8 +183,9 @@ def test_score_end_to_end_and_options(models):
     assert list(frame["answer"]) == [r.answer for r in many] and len(frame) == 2
     assert frame["log10_epistemic"].tolist() == [r.uncertainty.log10_epistemic for r in many]
     assert "seconds:gradient" in frame and "group_sq_norms" not in frame
-    with pytest.raises(TypeError, match=r"\[result\]"):
-        to_frame(many[0])
+    for bad in (many[0], None, "x", [many[0], 3]):
+        with pytest.raises(TypeError, match=r"\[result\]"):
+            to_frame(bad)
     fs = score(models["gemma"], byte_tokenizer(chat=False), "Q?", answer="yes", style="fewshot")
     assert fs.answer_ids == byte_tokenizer()(" yes", add_special_tokens=False)["input_ids"]
 
