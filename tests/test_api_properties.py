@@ -20,6 +20,7 @@ well under a minute.
 
 from __future__ import annotations
 
+import argparse
 import math
 
 import pytest
@@ -32,7 +33,7 @@ import torch  # noqa: E402
 
 from gnuq_core.estimators import from_log_p_and_grad_sq, sequence_and_normalized  # noqa: E402
 from gnuq_core.lm.scoring import ScoreResult, score, score_many  # noqa: E402
-from gnuq_core.options import InputTypeError  # noqa: E402
+from gnuq_core.options import OPTIONS, InputTypeError, flag  # noqa: E402
 from tests.tiny_models import VOCAB, byte_tokenizer, tiny_gpt2, tiny_llama  # noqa: E402
 
 SETTINGS = settings(max_examples=30, deadline=None, derandomize=True, database=None,
@@ -311,14 +312,10 @@ def _reference_accepts(text: str, rule) -> bool:
 
 
 @settings(SETTINGS, max_examples=300)
-@given(name=st.sampled_from(sorted(__import__("gnuq_core.options", fromlist=["OPTIONS"]).OPTIONS)), text=NUMBER_TEXTS)
+@given(name=st.sampled_from(sorted(OPTIONS)), text=NUMBER_TEXTS)
 def test_every_numeric_flag_takes_exactly_the_numbers_its_rule_allows(name, text) -> None:
     """Every ``type=flag(...)`` of every command: a value the rule allows comes back equal to the
     typed number; anything else is one line naming the rule's reason and what was typed."""
-    import argparse
-
-    from gnuq_core.options import OPTIONS, flag
-
     rule = OPTIONS[name]
     if rule.choices or not (rule.integer or rule.minimum is not None or rule.maximum is not None):
         return
@@ -362,7 +359,6 @@ def test_the_qa_command_line_is_valid_or_one_line_exit_2(model_folder, tmp_path_
     numeric option within its rule) or one ``error:`` line and status 2, never a traceback; the
     model is never loaded and --out never written."""
     import gnuq_core.cli as cli
-    from gnuq_core.options import OPTIONS
 
     monkeypatch.setattr(cli, "_load", lambda args: pytest.fail("--limit 0 loaded the model"))
     root = tmp_path_factory.mktemp("qa")
