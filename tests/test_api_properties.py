@@ -32,7 +32,7 @@ from hypothesis import strategies as st  # noqa: E402
 import torch  # noqa: E402
 
 from gnuq_core.estimators import from_log_p_and_grad_sq, sequence_and_normalized  # noqa: E402
-from gnuq_core.lm.scoring import ScoreResult, score, score_many  # noqa: E402
+from gnuq_core.lm.scoring import ScoreResult, score, score_many, to_frame  # noqa: E402
 from gnuq_core.options import OPTIONS, InputTypeError, flag  # noqa: E402
 from tests.tiny_models import VOCAB, byte_tokenizer, tiny_gpt2, tiny_llama  # noqa: E402
 
@@ -388,3 +388,14 @@ def test_the_qa_command_line_is_valid_or_one_line_exit_2(model_folder, tmp_path_
     if "--groups" in chosen:
         assert argv[argv.index("--groups") + 1] in ("all", "lm_head", "last_block", "all,all"), argv
     event("valid")
+
+
+@settings(SETTINGS, max_examples=60)
+@given(results=st.one_of(st.none(), st.text(max_size=5), st.integers(),
+                         st.dictionaries(st.text(max_size=3), st.integers()),
+                         st.lists(st.one_of(st.none(), st.integers(), st.text(max_size=3)), min_size=1, max_size=3)))
+def test_to_frame_refuses_anything_but_results_in_one_line(results) -> None:
+    """`to_frame` takes a list of ScoreResult; anything else is one TypeError naming the fix."""
+    with pytest.raises(TypeError, match=r"pass a list of ScoreResult") as err:
+        to_frame(results)
+    _one_line(err.value)
