@@ -285,7 +285,7 @@ display(result.tables["gap"])
 display(result.tables["batching"])
 
 # %% [markdown]
-# Best per model: {glue:md}`batching_list`. The last column is what `score_many`'s checks
+# Best per model: {glue:md}`batching_list`. The column checks ÷ passes is what `score_many`'s checks
 # of its arguments cost (the model, the tokenizer, every prompt and answer, timed on the
 # same pairs in the same rounds): {glue:md}`checks_share`. On this CPU a batched pass is only modestly
 # cheaper per sequence (both are compute-bound); on a GPU a single answer leaves most of

@@ -156,8 +156,8 @@ def batching_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
     one answer per pass, and what the public boundary's checks cost beside the passes
     (`gnuq_core.bench.batching`; absent in runs made before they were timed)."""
     return [{"model": spec, "batch size": r["batch_size"], "answers / s": r["answers_per_second"],
-             "speed-up over B = 1": r["speedup_over_1"], "seconds for all": r["seconds"], "answers": r["pairs"],
-             "checks ÷ passes": r.get("checks_share", np.nan)}
+             "speed-up over B = 1": r["speedup_over_1"], "checks ÷ passes": r.get("checks_share", np.nan),
+             "seconds for all": r["seconds"], "answers": r["pairs"]}
             for spec, e in res["models"].items() for r in e.get("batching", [])]
 
 
