@@ -357,7 +357,7 @@ def fill(profile: str, dataset: str, models: Sequence[str] | None = None, *, ove
         for model in models or params["models"]:
             loaded = load_model(model, device=dev)
             store = open_store(profile, root=store_root)
-            store.verify_all = store.verify_all or verify_all
+            store.verify_all = True if verify_all else store.verify_all
             recs = run_dataset(loaded, items, _config(model, params), progress=progress,
                                store=store, verify=verify, world=world,
                                read_only=read_only)

@@ -5,6 +5,7 @@
     gnuq store status [KIND ...]          # files, items, versions (current or stale), platforms, verifications
     gnuq store verify 03 [--all]          # build chapter 03 in the paper edition, checking a sample
                                           # (--all: every stored item) of its kinds under their contracts
+    gnuq store verify qa_mc --all         # the same build; every item of that kind only
     gnuq store verify qa --all -- --dataset truthfulqa   # the QA records (gnuq study verify; torchrun shards it)
     gnuq store simulate avx2 -- make book # run a command as on a CPU without AVX-512
 
@@ -82,7 +83,8 @@ def _status(args: argparse.Namespace) -> int:
 
 def _verify(args: argparse.Namespace) -> int:
     rest = [a for a in args.rest if a != "--"]
-    env = {**os.environ, "GNUQ_STORE_VERIFY": "all" if args.all else "",
+    named = args.target if args.target in registry.KINDS else "all"  # a kind: only its items all
+    env = {**os.environ, "GNUQ_STORE_VERIFY": named if args.all else "",
            "GNUQ_STORE_MISSING": os.environ.get("GNUQ_STORE_MISSING", "warn")}
     if args.target == "qa":
         cmd = [sys.executable, "-m", "gnuq_core.qa.study", "verify", *rest]

@@ -91,18 +91,12 @@ def _paired(stored: Record, fresh: Record) -> tuple[list[Deviation], list[tuple[
 
 
 def _tolerance_units(s: Any, f: Any, rtol: float, atol: float) -> float:
-    if _number(s) and _number(f):
-        if _missing(s) and _missing(f):
-            return 0.0
-        if _missing(s) or _missing(f):
-            return math.inf
-        diff = abs(float(s) - float(f))
-        if diff == 0:
-            return 0.0
-        allowed = atol + rtol * abs(float(s))
-        return diff / allowed if allowed > 0 else math.inf
+    """``|s − f|`` over ``atol + rtol·|s|``; two missing values agree, a missing and a number do not."""
     if _missing(s) and _missing(f):
         return 0.0
+    if _number(s) and _number(f) and not (_missing(s) or _missing(f)):
+        diff, allowed = abs(float(s) - float(f)), atol + rtol * abs(float(s))
+        return 0.0 if diff == 0 else (diff / allowed if allowed > 0 else math.inf)
     return 0.0 if s == f else math.inf
 
 
@@ -290,13 +284,8 @@ class MonteCarloError(ForeignRule):
             if p not in f_leaves or p not in s_leaves:
                 out.append(Deviation(p, s_leaves.get(p, "(missing)"), f_leaves.get(p, "(missing)"), math.inf))
                 continue
-            s, f = s_leaves[p], f_leaves[p]
-            if _missing(s) or _missing(f):
-                out.append(Deviation(p, s, f, 0.0 if _missing(s) and _missing(f) else math.inf))
-                continue
-            allowed = self.k * math.sqrt(se_s[p] ** 2 + se_f.get(p, se_s[p]) ** 2)
-            diff = abs(float(s) - float(f))
-            out.append(Deviation(p, s, f, 0.0 if diff == 0 else (diff / allowed if allowed > 0 else math.inf)))
+            s, f, allowed = s_leaves[p], f_leaves[p], self.k * math.sqrt(se_s[p] ** 2 + se_f.get(p, se_s[p]) ** 2)
+            out.append(Deviation(p, s, f, _tolerance_units(s, f, 0.0, allowed)))
         return out
 
     def rule(self) -> str:
@@ -325,14 +314,9 @@ class Within(ForeignRule):
 
     def compare(self, stored: Record, fresh: Record, context: Context) -> list[Deviation]:
         s_leaves, f_leaves = dict(leaves(stored)), dict(leaves(fresh))
-        out = []
-        for p in sorted(p for p in s_leaves if self.selected(p)):
-            if p not in f_leaves:
-                out.append(Deviation(p, s_leaves[p], "(missing)", math.inf))
-            else:
-                out.append(Deviation(p, s_leaves[p], f_leaves[p],
-                                     _tolerance_units(s_leaves[p], f_leaves[p], self.rtol, self.atol)))
-        return out
+        return [Deviation(p, s_leaves[p], f_leaves.get(p, "(missing)"), math.inf if p not in f_leaves else
+                          _tolerance_units(s_leaves[p], f_leaves[p], self.rtol, self.atol))
+                for p in sorted(p for p in s_leaves if self.selected(p))]
 
     def rule(self) -> str:
         return f"{self.what} within {self.atol:.0e} + {self.rtol:.0e}·|stored| (recomputed as on the platform that made it)"

@@ -7,6 +7,8 @@
 - ``contract``: how a recomputed item must agree (`gnuq_core.store.contracts`), chosen by
   measurement under the simulated CPUs of `gnuq_core.repro.fingerprint.SIMULATIONS`;
 - ``code``: the modules that compute its items (to read, not hashed);
+- ``full_sample``: what ``gnuq store verify KIND --all`` reruns when it cannot be every item
+  (NUTS: 322 references took 10.7 h): that many at random, stated in its report;
 - ``nullable``: fields where a stored null (a legitimate NaN or infinity) is allowed;
   anywhere else a null or non-finite number stops the read;
 - ``what``: one item, in words, and the chapter that reads it.
@@ -40,6 +42,7 @@ class Kind:
     ignore: tuple[str, ...] = ("seconds", "timings")
     digits: int = 7
     nullable: tuple[str, ...] = ()
+    full_sample: int | None = None
     view: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
 
@@ -136,7 +139,8 @@ _KINDS = [
          Chaotic(MonteCarloError(nuts_standard_errors, k=6.0,
                                  what="the posterior predictive mean and variance at every query point")),
          "the NUTS reference of one setting: posterior predictive mean and variance per query point, diagnostics",
-         "04_mcmc_validation", code=("gnuq_core.bayes.reference", "gnuq_core.bayes.mcmc"), nullable=_NUTS_NULLABLE),
+         "04_mcmc_validation", code=("gnuq_core.bayes.reference", "gnuq_core.bayes.mcmc"), nullable=_NUTS_NULLABLE,
+         full_sample=16),
     Kind("local_estimates", 2,  # 2: θ* stored, so another CPU checks at it (why: gnuq_core.bayes.local)
          Chaotic(GivenInputs((".q.*", ".map.neg_log_joint", ".map.theta_max_abs"), rtol=1e-5, atol=1e-9,
                              what="every local estimate at every query point, the MAP's objective and largest |θ*|, "

@@ -179,11 +179,12 @@ class Store:
     ``label`` names it ("the results store", "the local cache"); ``check`` runs the from-scratch
     checks (previews do not check their cache); ``missing`` says what missing items do:
     ``"compute"`` quietly, ``"warn"`` loudly (the paper edition), ``"error"``
-    (:class:`StoreIncomplete`; CI); ``verify_all`` checks every stored item (`gnuq_core.store.verify`).
+    (:class:`StoreIncomplete`; CI); ``verify_all`` checks every stored item (`gnuq_core.store.verify`)
+    of every kind (True) or of the kinds named.
     """
 
     def __init__(self, root: str | Path, *, label: str, check: bool = True, missing: str = "compute",
-                 verify_all: bool = False) -> None:
+                 verify_all: bool | frozenset[str] = False) -> None:
         if missing not in MISSING_POLICIES:
             raise ValueError(f"missing must be one of {', '.join(MISSING_POLICIES)}, not {missing!r} "
                              "(GNUQ_STORE_MISSING)")
@@ -273,7 +274,7 @@ class Store:
         read = Read(spec.name, relative(path), len(order), sum(i in existing for i in order), 0, rule=sample.words)
         self.reads.append(read)
         stored = dict(existing)
-        if self.check and self.verify_all:
+        if self.check and (self.verify_all is True or spec.name in (self.verify_all or ())):
             from gnuq_core.store.verify import verify_file  # here: verify imports this module
 
             read.checks += verify_file(self, spec, path, stored, [i for i in order if i in stored], recipe, sample,
@@ -324,7 +325,6 @@ class Store:
             raise StoreIncomplete(text + " (GNUQ_STORE_MISSING=error)")
         bar = "!" * 78
         print(f"{bar}\n{text}\n{bar}", file=sys.stderr)
-
 
     def checks(self, kinds: Sequence[str] | None = None) -> list[Check]:
         """Every check run by this store (of ``kinds``, default all)."""
@@ -396,14 +396,16 @@ def open_store(profile: str | None = None, *, root: str | Path | None = None) ->
 
     ``GNUQ_STORE_MISSING`` (``warn`` by default; ``error`` in CI) says what the paper edition
     does when items are missing; ``GNUQ_STORE_VERIFY=all`` checks every stored item instead of
-    a sample (``gnuq store verify`` sets it); ``GNUQ_RESULTS_DIR`` reads another copy of the
-    results store (default ``results/``).
+    a sample, ``=qa,qa_mc`` those kinds' (``gnuq store verify`` sets it); ``GNUQ_RESULTS_DIR``
+    reads another copy of the results store (default ``results/``).
     """
     profile = profile if profile is not None else run_parameters().get("profile")
     verify = os.environ.get("GNUQ_STORE_VERIFY", "")
-    if verify not in ("", "sample", "all"):
-        raise ValueError(f"GNUQ_STORE_VERIFY={verify!r}: use 'all' (check every stored item) or unset it")
+    kinds = frozenset(verify.split(",")) - {"", "sample", "all"}
+    if verify not in ("", "sample", "all") and not kinds <= set(registry.KINDS):
+        raise ValueError(f"GNUQ_STORE_VERIFY={verify!r}: use 'all' (check every stored item), stored kinds (e.g. "
+                         f"qa,qa_mc; known: {', '.join(registry.KINDS)}) or unset it")
     if root is not None or is_paper_edition(profile):
         return Store(root or env_path("GNUQ_RESULTS_DIR") or RESULTS, label="the results store", check=True,
-                     missing=os.environ.get("GNUQ_STORE_MISSING", "warn"), verify_all=verify == "all")
+                     missing=os.environ.get("GNUQ_STORE_MISSING", "warn"), verify_all=verify == "all" or kinds)
     return Store(cache_dir() / "store", label="the local cache", check=False, missing="compute")

@@ -2,7 +2,8 @@
 
 A chaotic kind whose check elsewhere recomputes from the stored outputs (the QA records, the
 spectra of a stored θ*) recomputes *every* item's exact part that way and the build's sample
-whole; any other kind every item whole. Resumable and shardable (``torchrun``): each verified
+whole; any other kind every item whole, or the sample it declares (``Kind.full_sample``:
+NUTS, hours to rerun all). Resumable and shardable (``torchrun``): each verified
 item is a line of ``<key>.verify-<platform>.jsonl``; when all agreed, ``<key>.verified.json``
 reports what was compared, where, and the largest deviation, and the log goes. The first item
 that disagrees stops it with `~gnuq_core.store.store.ResultsDisagree` naming the item.
@@ -35,7 +36,8 @@ def _plan(spec: registry.Kind, ids: Sequence[str], recipe: Recipe, sample: Sampl
     contract = spec.contract
     by_inputs = (recipe.from_outputs is not None and isinstance(contract, Chaotic) and contract.foreign.needs_inputs)
     if not by_inputs:
-        return {i: "whole" for i in ids}
+        drawn = ids if spec.full_sample is None else Sample(spec.full_sample, seed=1).draw(ids, stored)
+        return {i: "whole" for i in drawn}
     whole = set(sample.draw(ids, stored))
     return {i: "whole" if i in whole else "exact part" for i in ids}
 
@@ -68,11 +70,11 @@ def verify_file(store: Store, spec: registry.Kind, path: Path, stored: dict[str,
                               "where": check.worst.path if check.worst else "", "rule": check.rule,
                               "seconds": round(check.seconds, 3)})
     if world.rank == 0:
-        _report(spec, path, log, plan, platform)
+        _report(spec, path, log, plan, platform, len(ids))
     return checks
 
 
-def _report(spec: registry.Kind, path: Path, log: Path, plan: dict[str, str], platform: str) -> None:
+def _report(spec: registry.Kind, path: Path, log: Path, plan: dict[str, str], platform: str, stored: int) -> None:
     """Write ``<key>.verified.json`` once the log holds every planned item, then remove the log."""
     _, done = read_merged(log)
     if {str(r["id"]) for r in done} < set(plan):
@@ -80,7 +82,7 @@ def _report(spec: registry.Kind, path: Path, log: Path, plan: dict[str, str], pl
     top = max(done, key=lambda r: r["largest"], default={"largest": 0.0, "where": "", "id": ""})
     report = {"kind": spec.name, "version": spec.version, "file": path.name, "platform": platform,
               "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "items": len(plan),
-              "whole": sum(h == "whole" for h in plan.values()),
+              "of": stored, "whole": sum(h == "whole" for h in plan.values()),
               "exact_part": sum(h == "exact part" for h in plan.values()),
               "largest_deviation": top["largest"], "largest_where": f"{top['id']} {top['where']}".strip(),
               "rules": sorted({r["rule"] for r in done}), "seconds": round(sum(r["seconds"] for r in done), 1)}
@@ -95,7 +97,7 @@ def describe_report(path: Path) -> str:
         return ""
     try:
         r = json.loads(report.read_text(encoding="utf-8"))
-        return (f"verified {r['date'][:10]} on {r['platform']}: {r['items']} items ({r['exact_part']} by their exact "
-                f"part), largest deviation {r['largest_deviation']:.2g}")
+        return (f"verified {r['date'][:10]} on {r['platform']}: {r['items']} of {r.get('of', r['items'])} items "
+                f"({r['exact_part']} by their exact part), largest deviation {r['largest_deviation']:.2g}")
     except (ValueError, KeyError, TypeError):
         return f"{relative(report)} is unreadable"

@@ -78,6 +78,8 @@ def test_verify_passes_every_argument_after_the_target_to_it(monkeypatch) -> Non
     seen: list[tuple[list[str], str]] = []
     monkeypatch.setattr(subprocess, "call", lambda cmd, env: seen.append((cmd, env["GNUQ_STORE_VERIFY"])) or 0)
     assert main(["verify", "qa", "--all", "--", "--dataset", "truthfulqa", "--model", "m"]) == 0
-    assert seen[-1][0][-5:] == ["verify", "--dataset", "truthfulqa", "--model", "m"] and seen[-1][1] == "all"
+    assert seen[-1][0][-5:] == ["verify", "--dataset", "truthfulqa", "--model", "m"] and seen[-1][1] == "qa"
     assert main(["verify", "hessian_exact"]) == 0  # a kind: its chapter is built, with the build's sample
     assert seen[-1][0][3:6] == ["run", "03_hessian_spectra", "--profile"] and seen[-1][1] == ""
+    assert main(["verify", "hessian_exact", "--all"]) == 0 and seen[-1][1] == "hessian_exact"  # that kind only
+    assert main(["verify", "03", "--all"]) == 0 and seen[-1][1] == "all"  # a chapter: every kind it reads

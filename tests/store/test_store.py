@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -256,10 +257,29 @@ def test_open_store_picks_by_profile(tmp_path: Path, monkeypatch) -> None:
     assert open_store("full").root == tmp_path / "copy"
     assert "does not check its cache" in store_words(preview, "X", ["demo"])
     monkeypatch.setenv("GNUQ_STORE_VERIFY", "all")
-    assert open_store("full").verify_all
-    monkeypatch.setenv("GNUQ_STORE_VERIFY", "some")
-    with pytest.raises(ValueError, match="GNUQ_STORE_VERIFY='some'"):
-        open_store("full")
+    assert open_store("full").verify_all is True
+    monkeypatch.setenv("GNUQ_STORE_VERIFY", "qa,qa_mc")  # `gnuq store verify qa_mc --all`: that kind only
+    assert open_store("full").verify_all == {"qa", "qa_mc"}
+    for wrong in ("some", "qa,some"):
+        monkeypatch.setenv("GNUQ_STORE_VERIFY", wrong)
+        with pytest.raises(ValueError, match=f"GNUQ_STORE_VERIFY='{wrong}'.*known: proxy_synthetic"):
+            open_store("full")
+
+
+def test_verify_all_of_named_kinds_leaves_the_others_to_the_sample_and_a_declared_sample_is_reported(
+        tmp_path: Path) -> None:
+    named, other = demo_kind(), dataclasses.replace(demo_kind(), name="demo_other")
+    sampled = dataclasses.replace(demo_kind(), name="demo_sampled", full_sample=2)
+    ids = [str(i) for i in range(5)]
+    for kind in (named, other, sampled):
+        _store(tmp_path).items(kind, {}, ids, lambda i: {"v": float(i)})
+    store = _store(tmp_path, verify_all=frozenset({"demo", "demo_sampled"}))
+    for kind in (named, other, sampled):
+        store.items(kind, {}, ids, lambda i: {"v": float(i)}, verify=1, read_only=True)
+    assert [len(store.checks([k])) for k in ("demo", "demo_other", "demo_sampled")] == [5, 1, 2]
+    report = json.loads(next((tmp_path / "results" / "demo_sampled").glob("*.verified.json")).read_text())
+    assert (report["items"], report["of"], report["whole"]) == (2, 5, 2)
+    assert not list((tmp_path / "results" / "demo_other").glob("*.verified.json"))
 
 
 def test_no_pickle_and_no_code_keyed_machinery_remain() -> None:
