@@ -9,7 +9,8 @@
     gnuq store verify qa --all -- --dataset truthfulqa   # the QA records (gnuq study verify; torchrun shards it)
     gnuq store simulate avx2 -- make book # run a command as on a CPU without AVX-512
 
-A target is a chapter (``03``, ``03_hessian_spectra``) or a stored kind (its chapter is built).
+A target is a chapter (``03``, ``03_hessian_spectra``) or a stored kind (the chapters that read it
+are built).
 ``GNUQ_RESULTS_DIR`` names another copy of the results store. Errors print one line and exit 2.
 """
 
@@ -90,8 +91,8 @@ def _verify(args: argparse.Namespace) -> int:
         cmd = [sys.executable, "-m", "gnuq_core.qa.study", "verify", *rest]
         return subprocess.call(cmd, env=env)
     with tempfile.TemporaryDirectory() as out:
-        chapter = registry.KINDS[args.target].chapter if args.target in registry.KINDS else args.target
-        cmd = [sys.executable, "-m", "gnuq_core.repro.chapters", "run", chapter, "--profile", "full", "--out", out,
+        chapters = registry.KINDS[args.target].chapters if args.target in registry.KINDS else (args.target,)
+        cmd = [sys.executable, "-m", "gnuq_core.repro.chapters", "run", *chapters, "--profile", "full", "--out", out,
                *rest]
         return subprocess.call(cmd, env=env)
 

@@ -11,7 +11,8 @@
   (NUTS: 322 references took 10.7 h): that many at random, stated in its report;
 - ``nullable``: fields where a stored null (a legitimate NaN or infinity) is allowed;
   anywhere else a null or non-finite number stops the read;
-- ``what``: one item, in words, and the chapter that reads it.
+- ``what``: one item, in words, and ``chapters``: the chapters that read it (``gnuq store
+  verify KIND`` builds them).
 
 Every kind stores what is expensive and raw (token ids and log-probabilities, squared
 gradient norms, spectra, MCMC summaries, trained parameters); scores, graders, readings and
@@ -37,7 +38,7 @@ class Kind:
     version: int
     contract: Contract
     what: str
-    chapter: str
+    chapters: tuple[str, ...]
     code: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ("seconds", "timings")
     digits: int = 7
@@ -111,41 +112,45 @@ _NUTS_NULLABLE = (".nuts.diagnostics.*", ".q.*.diag.*", ".q.*.split.*", ".q.*.sp
 _QA_NULLABLE = (".generation.stop_log_prob", ".generation.stop_token_id", ".samples[*].stop_log_prob",
                 ".samples[*].stop_token_id")
 
+# the chapters that read each kind (``gnuq store verify KIND`` builds them all)
+_PROXY, _SPECTRA, _QA = ("02_proxy_bias",), ("03_hessian_spectra",), ("06_qa_benchmarks",)
+_MCMC = ("04_mcmc_validation", "05_scaling")
+
 _KINDS = [
     Kind("proxy_synthetic", 1, Chaotic(SeedSpread(k=3.0)),
-         "one seed of the synthetic proxy-shift sweep (a training run and a GGN per shift)", "02_proxy_bias",
+         "one seed of the synthetic proxy-shift sweep (a training run and a GGN per shift)", _PROXY,
          code=("gnuq_core.isotropy.proxy_stored", "gnuq_core.isotropy.proxy")),
     # ~2,000 numbers an item: k = 4.5 (a replicate has one beyond ~1 %; AVX2: ≤ 3.5 sd); accuracies of 408/204
     Kind("proxy_text", 1, Chaotic(SeedSpread(k=4.5, floors=((".train_acc", 0.01), (".test_acc", 0.01)))),
          "one head seed of the sentence-encoder experiment (MiniLM embeddings, a trained head, its GGN)",
-         "02_proxy_bias", code=("gnuq_core.isotropy.proxy_stored", "gnuq_core.isotropy.text_proxy")),
+         _PROXY, code=("gnuq_core.isotropy.proxy_stored", "gnuq_core.isotropy.text_proxy")),
     Kind("hessian_exact", 1,
          Chaotic(GivenInputs(("*",), rtol=1e-3, atol=1e-5,
                              what="the spectra and quadratic forms of the stored trained network"), atol=1e-12),
          "the exact Hessian and GGN eigenvalues of one small MLP (``width<w>``) or its trained parameters "
-         "(``theta/width<w>``)", "03_hessian_spectra", code=("gnuq_core.isotropy.stored", "gnuq_core.isotropy.damping")),
+         "(``theta/width<w>``)", _SPECTRA, code=("gnuq_core.isotropy.stored", "gnuq_core.isotropy.damping")),
     Kind("hessian_slq_mlp", 1,
          Chaotic(GivenInputs(("*",), rtol=1e-2, atol=1e-5,
                              what="the first Lanczos coefficients of each probe and the quadratic forms of each "
                                   "query, of the stored trained network"), digits=5, atol=1e-6),
          "one SLQ probe or one query point of the large MLP, or its trained parameters (``theta``)",
-         "03_hessian_spectra", code=("gnuq_core.isotropy.stored", "gnuq_core.isotropy.spectra"), view=lanczos_view),
+         _SPECTRA, code=("gnuq_core.isotropy.stored", "gnuq_core.isotropy.spectra"), view=lanczos_view),
     Kind("hessian_slq_lm", 1,
          Chaotic(Within(("*",), rtol=1e-2, atol=1e-6, what=f"the first {PREFIX_STEPS} Lanczos coefficients, the "
                                                            "dimension and the loss"), digits=5, atol=1e-6),
-         "one SLQ probe of the LM block's Hessian", "03_hessian_spectra",
+         "one SLQ probe of the LM block's Hessian", _SPECTRA,
          code=("gnuq_core.isotropy.stored", "gnuq_core.isotropy.lm_hessian"), view=lanczos_view),
     Kind("nuts_reference", 1,
          Chaotic(MonteCarloError(nuts_standard_errors, k=6.0,
                                  what="the posterior predictive mean and variance at every query point")),
          "the NUTS reference of one setting: posterior predictive mean and variance per query point, diagnostics",
-         "04_mcmc_validation", code=("gnuq_core.bayes.reference", "gnuq_core.bayes.mcmc"), nullable=_NUTS_NULLABLE,
+         _MCMC, code=("gnuq_core.bayes.reference", "gnuq_core.bayes.mcmc"), nullable=_NUTS_NULLABLE,
          full_sample=16),
     Kind("local_estimates", 2,  # 2: θ* stored, so another CPU checks at it (why: gnuq_core.bayes.local)
          Chaotic(GivenInputs((".q.*", ".map.neg_log_joint", ".map.theta_max_abs"), rtol=1e-5, atol=1e-9,
                              what="every local estimate at every query point, the MAP's objective and largest |θ*|, "
                                   "at the stored θ*")),
-         "the MAP fit of one setting (θ* bit for bit) and its local estimates at every query point", "04_mcmc_validation",
+         "the MAP fit of one setting (θ* bit for bit) and its local estimates at every query point", _MCMC,
          code=("gnuq_core.bayes.local", "gnuq_core.bayes.laplace")),
     Kind("qa", 1,
          Chaotic(GivenInputs(QA_EXACT_FIELDS, rtol=1e-3, atol=5e-5,
@@ -153,12 +158,12 @@ _KINDS = [
                                   "stored answers")),
          "one question's raw record: greedy answer and samples (token ids, log-probs, entropies), the gradient "
          "pass (log p, squared norms per block), P(True), sample clusters; every score is computed on read "
-         "(`gnuq_core.qa.scores`)", "06_qa_benchmarks",
+         "(`gnuq_core.qa.scores`)", _QA,
          code=("gnuq_core.qa.engine", "gnuq_core.lm.gradient", "gnuq_core.lm.decoding", "gnuq_core.lm.baselines"),
          ignore=("seconds", "timings", "torch_threads"), nullable=_QA_NULLABLE),
     Kind("qa_mc", 1, Exact(rtol=1e-4, atol=1e-6),
          "one TruthfulQA multiple-choice question: MC1 and MC2 from the log-probability of every choice",
-         "06_qa_benchmarks",
+         _QA,
          code=("gnuq_core.qa.multiple_choice",)),
 ]
 

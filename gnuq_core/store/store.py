@@ -388,7 +388,7 @@ def disagreement(check: Check, spec: registry.Kind) -> str:
             f"contract ({check.rule}); largest deviation: {worst_text}. If the code changed what {spec.name} stores, "
             f"bump its version in gnuq_core/store/kinds.py and recompute; if nothing changed, the stored item was "
             f"altered (`git diff {check.file}`) or this platform computes differently (`gnuq store verify "
-            f"{spec.chapter} --all` checks every item; report it with `gnuq store status`).")
+            f"{spec.name} --all` checks every item; report it with `gnuq store status`).")
 
 
 def open_store(profile: str | None = None, *, root: str | Path | None = None) -> Store:

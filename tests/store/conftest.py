@@ -19,4 +19,4 @@ def another_platform(fingerprint: dict) -> dict:
 
 def demo_kind(contract: Contract | None = None, name: str = "demo", version: int = 1, **kw) -> Kind:
     """A kind ``name`` (not registered) at ``version``."""
-    return Kind(name, version, contract or Exact(rtol=1e-6, atol=1e-12), "one demo item", "00_demo", **kw)
+    return Kind(name, version, contract or Exact(rtol=1e-6, atol=1e-12), "one demo item", ("00_demo",), **kw)

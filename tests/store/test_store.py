@@ -71,7 +71,7 @@ def test_a_disagreement_names_the_file_the_item_the_value_and_the_fix(tmp_path: 
     text = str(err.value)
     assert "demo/" in text and ".jsonl: item " in text and "on the platform that made it" in text
     assert ".score: stored 1.0, recomputed 2.0" in text and "bump its version in gnuq_core/store/kinds.py" in text
-    assert "gnuq store verify 00_demo --all" in text and "\n" not in text
+    assert "gnuq store verify demo --all" in text and "\n" not in text
 
 
 def test_checks_are_recorded_with_the_contract_platforms_and_largest_deviation(tmp_path: Path) -> None:
