@@ -38,6 +38,14 @@ def test_wheel_contains_and_imports_every_subpackage(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
                          env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"})
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+    # the chapter sources travel too: an installed gnuq lists its chapters and writes a runnable one
+    env = {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    listed = subprocess.run([sys.executable, "-m", "gnuq_core.repro.chapters", "list"], cwd=tmp_path,
+                            capture_output=True, text=True, env=env)
+    assert listed.returncode == 0 and "01_derivation" in listed.stdout and "90_claims_ledger" in listed.stdout
+    wrote = subprocess.run([sys.executable, "-m", "gnuq_core.repro.chapters", "runnable", "01", "--out",
+                            str(tmp_path / "nb")], cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert wrote.returncode == 0 and (tmp_path / "nb" / "01_derivation.ipynb").exists(), wrote.stderr
 
 
 def test_the_citation_file_names_this_version_and_the_paper() -> None:
@@ -63,3 +71,12 @@ def test_the_front_door_names_the_public_functions_without_importing_torch() -> 
 
     with pytest.raises(AttributeError, match="scores_many"):  # a misspelt name, as for any module
         gnuq_core.scores_many
+
+
+def test_the_api_reference_page_documents_every_name_of_the_front_door() -> None:
+    import gnuq_core
+
+    page = (REPO_ROOT / "book" / "api.md").read_text()
+    assert "book/api" in (REPO_ROOT / "_toc.yml").read_text()
+    missing = [f"{module}.{name}" for name, module in gnuq_core._FRONT_DOOR.items() if f"{module}.{name}" not in page]
+    assert not missing, f"book/api.md does not document {missing}"

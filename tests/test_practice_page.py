@@ -47,6 +47,6 @@ def test_the_page_glues_what_the_chapters_compute() -> None:
     bare = re.findall(r"\{glue:text\}`[^`]*::\w+`", text)
     assert not bare, f"glue:text from another page needs a format (':s' for text), or myst-nb misreads the key: {bare}"
     for doc, key in re.findall(r"_generated/(\d\d_\w+)\.ipynb::(\w+)", text):
-        source = (PAGE.parents[1] / "notebooks" / f"{doc}.py").read_text()
+        source = (PAGE.parents[1] / "gnuq_core" / "notebooks" / f"{doc}.py").read_text()
         chapter = (PAGE.parents[1] / "gnuq_core" / "chapters").glob("*.py")
         assert any(key in p.read_text() for p in chapter) or key in source, f"{doc} does not glue {key}"

@@ -10,7 +10,7 @@ from pyflakes import api, messages, reporter
 
 from gnuq_core.repro.paths import REPO_ROOT
 
-CHECKED = ("gnuq_core", "scripts", "notebooks", "book/_ext", "tests")
+CHECKED = ("gnuq_core", "scripts", "book/_ext", "tests")  # chapter sources: gnuq_core/notebooks
 UNDEFINED = (messages.UndefinedName, messages.UndefinedExport, messages.UndefinedLocal)
 # A local variable annotation, never evaluated (``from __future__ import annotations``); the
 # line is part of the QA results store's code version, which any edit of it would change.

@@ -29,7 +29,7 @@ def _prepare(app: Any, docname: str, source: list[str]) -> None:
     if path.suffix != ".ipynb":
         return
     record = load_record(path.with_name(f"{path.stem}.provenance.json"))
-    chapter_source = Path(app.srcdir) / "notebooks" / f"{path.stem}.py"
+    chapter_source = Path(app.srcdir) / "gnuq_core" / "notebooks" / f"{path.stem}.py"
     link = os.path.relpath(chapter_source, path.parent) if chapter_source.exists() else None
     repository = published_repository()
     runnable = launch = None

@@ -25,9 +25,10 @@ from typing import Any, ClassVar, TypeVar
 from gnuq_core.options import OPTIONS, Rule, finite_problem, size_problem
 from gnuq_core.repro.display import BookFigure
 from gnuq_core.repro.fingerprint import describe as describe_fingerprint
+from gnuq_core.repro.glued import glue
 
-__all__ = ["ChapterError", "ChapterParams", "Result", "param", "glue_values", "glue_figure", "profile_values", "COUNT",
-           "NONNEG"]
+__all__ = ["ChapterError", "ChapterParams", "Result", "param", "glue", "glue_values", "glue_figure", "profile_values",
+           "COUNT", "NONNEG"]
 
 COUNT = OPTIONS["size"]
 """A count or size of a chapter: a whole number from 1 to `gnuq_core.options.MAX_SIZE`."""
@@ -183,13 +184,11 @@ def profile_values(params: ChapterParams, profiles: tuple[str, ...] = ("smoke", 
 
 
 def glue_values(result: Result, params: ChapterParams | None = None) -> None:
-    """Glue every value of ``result`` (``myst_nb.glue(name, value, display=False)``), and with
-    ``params`` the preview profiles' values of the chapter's parameters (`profile_values`)."""
-    from myst_nb import glue
-
+    """Glue every value of ``result`` (`gnuq_core.repro.glued.glue`), and with ``params`` the
+    preview profiles' values of the chapter's parameters (`profile_values`)."""
     extra = profile_values(params) if params is not None else {}
     for name, value in {**extra, **result.values}.items():
-        glue(name, value, display=False)
+        glue(name, value)
 
 
 def glue_figure(name: str, fig: Any) -> None:
@@ -199,9 +198,8 @@ def glue_figure(name: str, fig: Any) -> None:
     Glued as a `~gnuq_core.repro.display.BookFigure`: the column-wide PNG, and a narrow
     rendering that the book serves to phones (`gnuq_core.repro.picture`)."""
     import matplotlib.pyplot as plt
-    from myst_nb import glue
 
-    glue(name, BookFigure(fig), display=False)
+    glue(name, BookFigure(fig))
     plt.close(fig)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html
 import re
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +25,6 @@ from gnuq_core.options import OPTIONS
 from gnuq_core.repro import claims
 from gnuq_core.repro.diagram import method_diagram_svg
 from gnuq_core.repro.display import table
-from gnuq_core.repro.paths import REPO_ROOT
 from gnuq_core.repro.provenance import PAPER_PROFILE, git_state, is_paper_edition
 from gnuq_core.repro.toc import toc_chapters
 
@@ -53,7 +53,7 @@ class Params(ChapterParams):
 def chapter_title(stem: str) -> str:
     """``"04_mcmc_validation"`` -> ``"4 · MCMC validation: …"`` from the notebook's first heading."""
     number, _, name = stem.partition("_")
-    source = REPO_ROOT / "notebooks" / f"{stem}.py"
+    source = Path(__file__).resolve().parents[1] / "notebooks" / f"{stem}.py"
     heading = name.replace("_", " ")
     if source.exists():
         found = re.search(r"^# # (.+)$", source.read_text(encoding="utf-8"), flags=re.MULTILINE)

@@ -232,7 +232,7 @@ def score_many(model: Any, tokenizer: Any, prompts: Sequence[str], answers: Sequ
                *, style: str = "chat", brief: bool = True, max_new_tokens: int = 32, groups: Any = None,
                per_group: bool = False, prediction: str = "sequence", backend: str = "fast", batch_size: int = 16,
                progress: bool = True) -> list[ScoreResult]:
-    """`score` for many (prompt, answer) pairs: the same `ScoreResult`s (to float rounding).
+    """`score` for many (prompt, answer) pairs: the same `ScoreResult` objects (to float rounding).
 
     A missing answer (None) is generated greedily first, one prompt at a time. Then the
     gradient passes run ``batch_size`` answers at a time in one forward–backward pass

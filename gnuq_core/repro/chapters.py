@@ -43,7 +43,7 @@ from gnuq_core.repro.files import DamagedFile, json_type, read_yaml_mapping, wri
 from gnuq_core.repro.paths import REPO_ROOT
 from gnuq_core.repro.fingerprint import fingerprint
 
-NOTEBOOKS = REPO_ROOT / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"  # package data: an installed gnuq has its chapters
 PROFILES = Path(__file__).resolve().parents[1] / "profiles"  # package data: profiles travel with `pip install`
 CHAPTER_TIMES = PROFILES / "times.json"
 """Each chapter's measured run time per profile (``gnuq chapter run --record-times``), which
@@ -54,7 +54,7 @@ KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python
 
 
 def chapters() -> list[Path]:
-    """All chapter sources ``notebooks/NN_name.py``, in order."""
+    """All chapter sources ``gnuq_core/notebooks/NN_name.py``, in order."""
     return sorted(p for p in NOTEBOOKS.glob("[0-9][0-9]_*.py"))
 
 

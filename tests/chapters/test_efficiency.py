@@ -33,7 +33,7 @@ from gnuq_core.repro import claims  # noqa: E402
 from tests.chapters.glued import glued_names  # noqa: E402
 from tests.qa.test_data import write_fixture  # noqa: E402
 
-NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "07_efficiency.py"
+NOTEBOOK = Path(__file__).resolve().parents[2] / "gnuq_core" / "notebooks" / "07_efficiency.py"
 MODELS = ["random:tiny", "tiny-llama"]
 TINY = efficiency.Params(models=MODELS, n_questions=1, repeats=2, n_samples=3, max_new_tokens=4, clusterer="exact",
                          answer_lengths=[2, 4], prompt_lengths=[8, 16], sweep_repeats=1, ladder=[[32, 1]],

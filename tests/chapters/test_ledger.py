@@ -78,7 +78,7 @@ def test_every_link_target_exists() -> None:
     glossary = (REPO_ROOT / "book" / "glossary.md").read_text()
     terms = set(re.findall(r"^([^\s`#][^\n]*)$", glossary.split("```{glossary}")[1], flags=re.MULTILINE))
     for claim in claims.CLAIMS.values():
-        source = (REPO_ROOT / "notebooks" / f"{claim.owner}.py").read_text()
+        source = (REPO_ROOT / "gnuq_core" / "notebooks" / f"{claim.owner}.py").read_text()
         assert f"# ({claim.anchor})=\n" in source, (claim.id, claim.owner)
         missing = [t for t in claim.terms if t not in terms]
         assert not missing, (claim.id, missing)

@@ -40,7 +40,7 @@ from tests.tiny_models import byte_tokenizer, tiny_gemma, tiny_llama  # noqa: E4
 pytestmark = pytest.mark.filterwarnings(  # a tiny random model's answers all hit the cap: constant columns
     "ignore::scipy.stats.ConstantInputWarning", "ignore:All-NaN:RuntimeWarning", "ignore:invalid value:RuntimeWarning")
 
-NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "06_qa_benchmarks.py"
+NOTEBOOK = Path(__file__).resolve().parents[2] / "gnuq_core" / "notebooks" / "06_qa_benchmarks.py"
 MODELS = ["tiny-chat", "tiny-fewshot"]
 TINY = qa.Params(models=MODELS, n_truthfulqa=0, n_triviaqa=0, n_samples=2, max_new_tokens=6, n_mc=2, n_boot=20,
                  n_layer_questions=4, embedding_judge=False, compute_missing=True, store_verify=0)

@@ -67,10 +67,9 @@ import os
 import warnings
 
 from IPython.display import display
-from myst_nb import glue
 
 from gnuq_core.chapters import efficiency
-from gnuq_core.chapters.base import glue_figure, glue_values
+from gnuq_core.chapters.base import glue, glue_figure, glue_values
 from gnuq_core.repro import display as book
 from gnuq_core.repro.provenance import Provenance
 
@@ -120,7 +119,7 @@ display(result.tables["costs"])
 # products of short answers can be skipped altogether.
 
 # %%
-glue("floor_table", result.tables["floor"])
+glue("floor_table", result.tables["floor"], display=True)
 
 # %% [markdown]
 # Gradient pass ÷ one no-grad forward, per model: {glue:md}`floor_list`. The target is
@@ -183,7 +182,7 @@ glue_figure("fig_floor", efficiency.figure_floor(result))
 # [practitioner's page](../practice.md) puts the two together.
 
 # %%
-glue("variants_table", result.tables["variants"])
+glue("variants_table", result.tables["variants"], display=True)
 
 # %% [markdown]
 # (claim-c8)=
@@ -302,7 +301,7 @@ display(result.tables["batching"])
 # are not counted. The shares are the engine's own per-pass timings inside the records.
 
 # %%
-glue("throughput_table", result.tables["throughput"])  # a sentence where no records/hour ran
+glue("throughput_table", result.tables["throughput"], display=True)  # a sentence where no records/hour ran
 
 # %% [markdown]
 # Measured: {glue:md}`rph_list`. Sampling takes {glue:md}`sample_share_range` of a

@@ -75,11 +75,10 @@ warnings.filterwarnings("ignore", message=".*IProgress not found.*")  # tqdm wit
 logging.getLogger("transformers").setLevel(logging.ERROR)
 
 from IPython.display import display
-from myst_nb import glue
 from scipy.stats import ConstantInputWarning
 
 from gnuq_core.chapters import qa
-from gnuq_core.chapters.base import glue_figure, glue_values
+from gnuq_core.chapters.base import glue, glue_figure, glue_values
 from gnuq_core.repro import display as book
 from gnuq_core.repro.provenance import Provenance
 from gnuq_core.store import open_store
@@ -411,7 +410,7 @@ display(result.tables["group_epistemic_auroc"])
 # rank answers:
 
 # %%
-glue("qa_variants_table", result.tables["variants"])
+glue("qa_variants_table", result.tables["variants"], display=True)
 
 # %% [markdown]
 # And what each costs, as the efficiency chapter measures it in this build (side by side
