@@ -168,17 +168,9 @@ class ForeignRule:
 class Chaotic(Contract):
     """Bit-identical to the stored digits on the platform that made the item; ``foreign`` elsewhere.
 
-    Attributes
-    ----------
-    foreign : ForeignRule
-        The statistical rule on another platform.
-    digits : int
-        Significant digits the store keeps: on the same platform every number must agree to
-        them (a relative ``10^(1−digits)``, which allows a flip of the last stored digit).
-    atol : float
-        An absolute floor for numbers that are rounding noise (the zero eigenvalues of a
-        rank-deficient matrix come out near 1e-16 or 1e-22 depending on how many threads
-        BLAS used), where agreement to relative digits means nothing.
+    On the same platform every number agrees to the ``digits`` the store keeps (a relative
+    ``10^(1−digits)``: a flip of the last digit) or within ``atol``, a floor for rounding noise
+    (a rank-deficient matrix's zero eigenvalues come out near 1e-16 or 1e-22 by BLAS threads).
     """
 
     foreign: ForeignRule

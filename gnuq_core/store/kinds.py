@@ -79,13 +79,9 @@ PREFIX_STEPS = 10
 
 def lanczos_view(record: dict[str, Any]) -> dict[str, Any]:
     """A record with its Lanczos quadrature rule (``nodes``, ``weights``) replaced by the first
-    :data:`PREFIX_STEPS` coefficients (``alpha``, ``beta``) of the run that made it.
-
-    The rule is the eigendecomposition of the run's tridiagonal matrix, so Lanczos on
-    ``diag(nodes)`` from ``√weights`` rebuilds it (`gnuq_core.isotropy.spectra.lanczos`);
-    a check can then recompute only the first steps. Records with ``alpha`` already, or
-    without a rule, are returned as they are.
-    """
+    :data:`PREFIX_STEPS` coefficients (``alpha``, ``beta``) of the run that made it: Lanczos on
+    ``diag(nodes)`` from ``√weights`` rebuilds them (`gnuq_core.isotropy.spectra.lanczos`), so a
+    check recomputes only the first steps. Records without a rule are returned as they are."""
     if "nodes" not in record or "weights" not in record:
         return record
     import numpy as np

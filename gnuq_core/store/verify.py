@@ -54,13 +54,13 @@ def verify_file(store: Store, spec: registry.Kind, path: Path, stored: dict[str,
     config = {"_kind": spec.name, "_version": spec.version, "file": path.name, "platform": platform}
     checks: list[Check] = []
     with writer(log, config, world, list(plan)) as out:
-        todo = [i for i in world.mine(list(plan)) if i not in out.done]
+        mine = world.mine(list(plan))
+        todo = [i for i in mine if i not in out.done]
         if todo and progress:
             from tqdm.auto import tqdm
 
-            todo = tqdm(todo, desc=f"verify {progress}" + (f" [rank {world.rank}/{world.size}]" if world.sharded
-                                                          else ""), total=len(world.mine(list(plan))),
-                        initial=len(world.mine(list(plan))) - len(todo))
+            rank = f" [rank {world.rank}/{world.size}]" if world.sharded else ""
+            todo = tqdm(todo, desc=f"verify {progress}{rank}", total=len(mine), initial=len(mine) - len(todo))
         for item in todo:
             check = check_item(spec, path, item, stored, platform, recipe, exact_part=plan[item] == "exact part")
             if not check.passed:
@@ -70,22 +70,30 @@ def verify_file(store: Store, spec: registry.Kind, path: Path, stored: dict[str,
                               "where": check.worst.path if check.worst else "", "rule": check.rule,
                               "seconds": round(check.seconds, 3)})
     if world.rank == 0:
-        _report(spec, path, log, plan, platform, len(ids))
+        _report(spec, path, log, plan, platform, len(stored))
     return checks
 
 
 def _report(spec: registry.Kind, path: Path, log: Path, plan: dict[str, str], platform: str, stored: int) -> None:
-    """Write ``<key>.verified.json`` once the log holds every planned item, then remove the log."""
+    """Write ``<key>.verified.json`` once the log holds every planned item, then remove the log; merged with
+    an earlier call's report on this platform and version (``verified``: every item verified, and how)."""
     _, done = read_merged(log)
     if {str(r["id"]) for r in done} < set(plan):
         return
+    earlier = json.loads(report_path(path).read_text(encoding="utf-8")) if report_path(path).exists() else {}
+    if (earlier.get("platform"), earlier.get("version"), "verified" in earlier) != (platform, spec.version, True):
+        earlier = {"verified": {}, "largest_deviation": -1.0, "rules": [], "seconds": 0.0}
+    verified = {**earlier["verified"], **plan}
     top = max(done, key=lambda r: r["largest"], default={"largest": 0.0, "where": "", "id": ""})
+    if earlier["largest_deviation"] > top["largest"]:
+        top = {"largest": earlier["largest_deviation"], "where": earlier["largest_where"], "id": ""}
     report = {"kind": spec.name, "version": spec.version, "file": path.name, "platform": platform,
-              "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "items": len(plan),
-              "of": stored, "whole": sum(h == "whole" for h in plan.values()),
-              "exact_part": sum(h == "exact part" for h in plan.values()),
+              "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "items": len(verified),
+              "of": stored, "whole": sum(h == "whole" for h in verified.values()),
+              "exact_part": sum(h == "exact part" for h in verified.values()),
               "largest_deviation": top["largest"], "largest_where": f"{top['id']} {top['where']}".strip(),
-              "rules": sorted({r["rule"] for r in done}), "seconds": round(sum(r["seconds"] for r in done), 1)}
+              "rules": sorted({*earlier["rules"], *(r["rule"] for r in done)}),
+              "seconds": round(earlier["seconds"] + sum(r["seconds"] for r in done), 1), "verified": verified}
     write_atomic(report_path(path), json.dumps(report, indent=1, ensure_ascii=False) + "\n")
     log.unlink(missing_ok=True)
 

@@ -311,3 +311,14 @@ def test_on_the_platform_that_made_it_an_item_is_recomputed_under_its_blas_threa
         assert store.items(kind, {}, ["a"], compute, verify=1)[0]["v"] == 1.0
         seen = [r["v"] for r in blas_thread_variants(compute, "a", {"_made": {"fp": "x"}})]  # no stamp
     assert seen[0] == float(blas_threads()) and 1.0 in seen
+
+
+def test_a_full_verification_read_in_several_calls_reports_every_item_verified(tmp_path: Path) -> None:
+    kind = demo_kind()
+    ids = [str(i) for i in range(5)]
+    _store(tmp_path).items(kind, {}, ids, lambda i: {"v": float(i)})
+    store = _store(tmp_path, verify_all=True)
+    store.items(kind, {}, ids[:2], lambda i: {"v": float(i)}, read_only=True)  # a chapter's first call
+    store.items(kind, {}, ids[1:4], lambda i: {"v": float(i)}, read_only=True)  # its second, on the same file
+    report = json.loads(next((tmp_path / "results" / "demo").glob("*.verified.json")).read_text())
+    assert (report["items"], report["of"], sorted(report["verified"])) == (4, 5, ids[:4])
