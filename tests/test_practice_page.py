@@ -25,7 +25,7 @@ def test_the_example_runs_as_printed(tmp_path, capsys) -> None:
     folder = tmp_path / "model"
     tiny_llama(dtype=torch.float32).save_pretrained(folder)
     byte_tokenizer().save_pretrained(folder)
-    (example,) = python_blocks(PAGE.read_text())
+    example, _ = python_blocks(PAGE.read_text())
     assert len([line for line in example.splitlines() if line.strip()]) <= 12  # "a 10-line example"
     assert max(len(line) for line in example.splitlines()) <= 76  # no sideways scrolling at 1280 px
     assert MODEL_ID in example  # the page names a real model; the test swaps in the tiny one
@@ -50,3 +50,25 @@ def test_the_page_glues_what_the_chapters_compute() -> None:
         source = (PAGE.parents[1] / "gnuq_core" / "notebooks" / f"{doc}.py").read_text()
         chapter = (PAGE.parents[1] / "gnuq_core" / "chapters").glob("*.py")
         assert any(key in p.read_text() for p in chapter) or key in source, f"{doc} does not glue {key}"
+
+
+def test_the_page_quotes_the_instruction_the_prompt_adds() -> None:
+    from gnuq_core.lm.prompts import CHAT_INSTRUCTION
+
+    assert f'"{CHAT_INSTRUCTION.strip()}"' in " ".join(PAGE.read_text().split())
+
+
+def test_the_lm_polygraph_recipe_runs_as_printed(tmp_path, capsys) -> None:
+    import pytest
+
+    pytest.importorskip("lm_polygraph")
+    folder = tmp_path / "model"
+    tiny_llama(dtype=torch.float32).save_pretrained(folder)
+    byte_tokenizer(chat=False).save_pretrained(folder)
+    _, recipe = python_blocks(PAGE.read_text())
+    assert max(len(line) for line in recipe.splitlines()) <= 76 and MODEL_ID in recipe
+    scope: dict = {}
+    exec(compile(recipe.replace(MODEL_ID, repr(str(folder))), str(PAGE), "exec"), scope)
+    text, value = capsys.readouterr().out.strip().rsplit(maxsplit=1)
+    assert text == repr(scope["out"].generation_text) and float(value) == scope["out"].uncertainty
+    assert scope["out"].estimator == "GnuqEpistemic"

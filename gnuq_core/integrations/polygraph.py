@@ -54,8 +54,12 @@ has it), and a missing stat is named with the calculator that gives it, before a
       - name: gnuq_core.integrations.polygraph
         cfg: {kind: aleatoric}
 
-In Python, `stat_calculator_container` gives the calculator's entry for ``UEManager``'s
-``available_stat_calculators``.
+In Python, `estimate_uncertainty` is LM-Polygraph's one call of the same name for gnuq's
+estimators (LM-Polygraph's own builds its manager from the default calculators only, which
+lack gnuq's), and `stat_calculator_container` gives the calculator's entry for
+``UEManager``'s ``available_stat_calculators``. Both register LM-Polygraph's default
+calculators with ``output_attentions=False``: on transformers 5 its greedy calculator asks
+for attentions otherwise, which the default ``sdpa`` attention cannot return.
 """
 
 from __future__ import annotations
@@ -76,7 +80,8 @@ from gnuq_core.lm import validate
 from gnuq_core.lm.gradient import GHOST_MODES, forward_backward
 
 __all__ = ["STATS", "DEPENDENCIES", "GradientNormCalculator", "GnuqEpistemic", "GnuqAleatoric", "GnuqCombined",
-           "GnuqGradLogPSq", "ESTIMATORS", "load_stat_calculator", "load_estimator", "stat_calculator_container"]
+           "GnuqGradLogPSq", "ESTIMATORS", "load_stat_calculator", "load_estimator", "stat_calculator_container",
+           "calculators", "estimate_uncertainty"]
 
 STATS = ["gnuq_token_log_probs", "gnuq_log_p", "gnuq_grad_log_p_sq", "gnuq_group_sq"]
 DEPENDENCIES = ["greedy_tokens"]
@@ -389,3 +394,54 @@ def stat_calculator_container(**cfg: Any) -> StatCalculatorContainer:
     """
     return StatCalculatorContainer(name="GradientNormCalculator", stats=list(STATS),
                                    dependencies=list(DEPENDENCIES), builder=__name__, cfg=cfg)
+
+
+def calculators(**cfg: Any) -> list[StatCalculatorContainer]:
+    """LM-Polygraph's default white-box calculators (without attentions and hidden states) and
+    `GradientNormCalculator` built with ``cfg``: ``UEManager``'s ``available_stat_calculators``."""
+    from lm_polygraph.defaults.register_default_stat_calculators import register_default_stat_calculators
+
+    defaults = register_default_stat_calculators("Whitebox", output_attentions=False, output_hidden_states=False)
+    return [*defaults, stat_calculator_container(**cfg)]
+
+
+def estimate_uncertainty(model: Any, estimator: Estimator, input_text: str, **cfg: Any) -> Any:
+    """LM-Polygraph's ``estimate_uncertainty`` for gnuq's estimators (any estimator works).
+
+    Generates the greedy answer to ``input_text`` with LM-Polygraph's ``WhiteboxModel`` and
+    scores it with ``estimator`` in one ``UEManager`` run.
+
+    Parameters
+    ----------
+    model : lm_polygraph.WhiteboxModel
+        The model (``WhiteboxModel(hf_model, tokenizer, model_path=...)``).
+    estimator : Estimator
+        ``GnuqEpistemic()``, ``GnuqAleatoric()``, ... or one of LM-Polygraph's.
+    input_text : str
+        The prompt, as LM-Polygraph gives it to the model (no chat template is applied).
+    **cfg
+        Options of `GradientNormCalculator` (``groups``, ``per_group``, ``drop_eos``, ...).
+
+    Returns
+    -------
+    lm_polygraph.utils.estimate_uncertainty.UncertaintyOutput
+        ``uncertainty`` (higher = more uncertain), ``generation_text``, ``generation_tokens``
+        (without the final token, as LM-Polygraph returns them), ``model_path``, ``estimator``.
+    """
+    from lm_polygraph.utils.builder_enviroment_stat_calculator import BuilderEnvironmentStatCalculator
+    from lm_polygraph.utils.dataset import Dataset
+    from lm_polygraph.utils.estimate_uncertainty import UncertaintyOutput
+    from lm_polygraph.utils.manager import UEManager
+
+    if not isinstance(input_text, str):
+        raise TypeError(f"input_text must be one prompt (a str), not {type(input_text).__name__}")
+    manager = UEManager(Dataset([input_text], [""], batch_size=1), model, [estimator],
+                        available_stat_calculators=calculators(**cfg),
+                        builder_env_stat_calc=BuilderEnvironmentStatCalculator(model), generation_metrics=[],
+                        ue_metrics=[], processors=[], ignore_exceptions=False, verbose=False,
+                        max_new_tokens=model.generation_parameters.max_new_tokens)
+    manager()
+    value = manager.estimations[estimator.level, str(estimator)][0]
+    tokens = list(manager.stats.get("greedy_tokens", [[]])[0][:-1])
+    return UncertaintyOutput(value, input_text, manager.stats["greedy_texts"][0], tokens, model.model_path,
+                             str(estimator))

@@ -97,6 +97,22 @@ def test_estimates_equal_the_direct_forward_backward_pass(wm, run) -> None:
         assert est["MaximumSequenceProbability"][i] == pytest.approx(-u.log_p, rel=1e-4)
 
 
+def test_the_one_call_path_equals_the_direct_pass_and_needs_no_attention_setting(wm, run) -> None:
+    from lm_polygraph.utils.generation_parameters import GenerationParameters
+
+    model = WhiteboxModel(wm.model, wm.tokenizer, model_path="tiny-llama",
+                          generation_parameters=GenerationParameters(max_new_tokens=5))
+    assert model.model.config._attn_implementation == "sdpa"  # transformers' default: no attentions returned
+    i = 2  # alone in its batch in `run`: no padding
+    out = pg.estimate_uncertainty(model, pg.GnuqEpistemic(log10=False), PROMPTS[i])
+    answer = run.stats["greedy_tokens"][i]
+    _, u = direct(wm, i, answer)
+    assert out.uncertainty == pytest.approx(u.epistemic, rel=RTOL)
+    assert out.generation_tokens == list(answer[:-1]) and out.estimator == "GnuqEpistemic(linear)"
+    with pytest.raises(TypeError, match="one prompt"):
+        pg.estimate_uncertainty(model, pg.GnuqEpistemic(), PROMPTS)
+
+
 def test_higher_is_more_uncertain(run) -> None:
     est = {name: np.array(v) for (_, name), v in run.estimations.items()}
     epi, ale, comb = est["GnuqEpistemic(linear)"], est["GnuqAleatoric"], est["GnuqCombined(linear)"]
