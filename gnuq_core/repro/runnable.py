@@ -112,7 +112,7 @@ def _unlatex(name: str) -> str:
 
 
 def _citations() -> dict[str, str]:
-    """Bibliography key → "Author et al. (year)" from the book's references."""
+    """Bibliography key → "Author et al., year" from the book's references."""
     bib = REPO_ROOT / "book" / "references.bib"
     out: dict[str, str] = {}
     text = bib.read_text(encoding="utf-8") if bib.exists() else ""
@@ -122,7 +122,7 @@ def _citations() -> dict[str, str]:
         if author and year:
             last = [_unlatex(a.split(",")[0]) for a in author.group(1).split(" and ")]
             who = last[0] if len(last) == 1 else f"{last[0]} and {last[1]}" if len(last) == 2 else f"{last[0]} et al."
-            out[entry.group(1).strip()] = f"{who} ({year.group(1)})"
+            out[entry.group(1).strip()] = f"{who}, {year.group(1)}"
     return out
 
 
@@ -159,14 +159,14 @@ def plain_markdown(markdown: str, figures: dict[str, int], exercises: dict[str, 
         if not m.group("figure"):
             return m.group(0)
         options, caption = _options(m.group("body"))
-        number = figures.get(options.get("name", ""))
+        number = figures[options.get("name", m.group("name"))]  # numbered by _numbering, name or glue key
         lines = [f":{k}: {v}" for k, v in options.items()] + ["", f"**Figure {number}.** {caption}"]
         return f"{m.group('fence')}{{glue:figure}} {m.group('name')}\n" + "\n".join(lines) + f"\n{m.group('fence')}"
 
     def role(m: re.Match[str]) -> str:
         kind, text = m.group(1), m.group(2)
         if kind.startswith("cite"):
-            return "; ".join(citations.get(k.strip(), k.strip()) for k in text.split(","))
+            return "(" + "; ".join(citations.get(k.strip(), k.strip()) for k in text.split(",")) + ")"
         if kind == "numref":
             label = _shown(text) if "<" not in text else re.search(r"<([^>]+)>", text).group(1)
             number = figures.get(label.strip())
