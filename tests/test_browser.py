@@ -105,6 +105,21 @@ def reading_problems(page: object, *, chapter: bool, has_table: bool) -> list[st
     params = page.locator("div.cell.tag_parameters, div.cell.tag_injected-parameters")
     if params.count():
         problems.append(f"{params.count()} parameter cell(s) shown")
+    hidden = page.evaluate("""() => Array.from(document.querySelectorAll('table')).filter(t => {
+            let box = t.parentElement;
+            while (box && box !== document.body && !['auto', 'scroll'].includes(getComputedStyle(box).overflowX)) {
+                box = box.parentElement;
+            }
+            if (!box || box === document.body || box.scrollWidth <= box.clientWidth + 1) return false;
+            const hint = box.previousElementSibling;
+            return !(hint && hint.classList.contains('gnuq-scroll-hint') && !hint.hidden && hint.offsetParent !== null);
+        }).length""")
+    if hidden:
+        problems.append(f"{hidden} table(s) wider than their box with no visible cue to scroll sideways")
+    cut = page.evaluate("""(vw) => Array.from(document.querySelectorAll('caption, p.gnuq-table-caption'))
+        .filter(c => c.offsetParent !== null && c.getBoundingClientRect().right > vw + 1).length""", viewport)
+    if cut:
+        problems.append(f"{cut} table caption(s) run past the {viewport}-px viewport (cut mid-word)")
     if has_table and not page.locator("table").filter(has=page.locator("td")).count():
         problems.append("no rendered <table>")
     if chapter:
@@ -127,7 +142,8 @@ def reading_problems(page: object, *, chapter: bool, has_table: bool) -> list[st
 
 GOOD_PAGE = """<html><body><article><section><h1>Chapter</h1>
 <div class="admonition gnuq-banner"><p>Preview (profile quick)</p></div>
-<p>Text.</p><div class="gnuq-table" style="overflow-x:auto;max-width:100%">
+<p>Text.</p><div class="gnuq-scroll-hint">scroll sideways</div>
+<div class="gnuq-table" style="overflow-x:auto;max-width:100%">
 <table style="width:900px"><tr><td>wide but scrolls in its box</td></tr></table></div>
 <details><summary>Show code</summary><pre>glue("x", 1, display=False)</pre></details>
 </section></article></body></html>"""
@@ -143,6 +159,9 @@ GOOD_PAGE = """<html><body><article><section><h1>Chapter</h1>
       '<h1>Chapter</h1>\n<p>Text.</p><div class="admonition gnuq-banner"><p>Preview</p></div>'), "not right under"),
     (("<p>Text.</p>", '<div class="cell tag_injected-parameters"><pre>seed = 1</pre></div>'), "parameter cell"),
     (("<table", "<div"), "no rendered <table>"),
+    (('<div class="gnuq-scroll-hint">scroll sideways</div>', ""), "no visible cue to scroll sideways"),
+    (('<table style="width:900px"><tr>', '<table style="width:900px"><caption>as wide as its table</caption><tr>'),
+     "cut mid-word"),
     (("<p>Preview (profile quick)</p>", "<p>No provenance for this page</p>"), "no provenance record"),
 ])
 def test_reading_checker_fails_on_a_regressed_page(browser, regression: tuple[str, str], expected: str) -> None:  # type: ignore[no-untyped-def]

@@ -3,6 +3,34 @@
 // wraps the whole <picture> (an <img> moved out of it would lose its narrow source) and
 // opens the image the reader sees (currentSrc: the narrow one on a phone, the wide one
 // elsewhere), a real file in _images/.
+// A table wider than the box it scrolls in gets a visible cue above it (and a shadow at the
+// edge that hides columns): on a phone nothing else says that columns are off-screen.
+function markScrollingTables() {
+  for (const table of document.querySelectorAll("article table")) {
+    let box = table.parentElement;
+    while (box && box.tagName !== "ARTICLE" && !["auto", "scroll"].includes(getComputedStyle(box).overflowX)) {
+      box = box.parentElement;
+    }
+    if (!box || box.tagName === "ARTICLE") continue;
+    const overflows = box.scrollWidth > box.clientWidth + 1;
+    box.classList.toggle("gnuq-overflows", overflows);
+    let hint = box.previousElementSibling;
+    if (!(hint && hint.classList.contains("gnuq-scroll-hint"))) {
+      if (!overflows) continue;
+      hint = document.createElement("div");
+      hint.className = "gnuq-scroll-hint";
+      hint.textContent = "\u21c6 more columns: scroll the table sideways";
+      box.before(hint);
+      box.addEventListener("scroll", () => box.classList.toggle(
+        "gnuq-scrolled-end", box.scrollLeft + box.clientWidth >= box.scrollWidth - 1));
+    }
+    hint.hidden = !overflows;
+  }
+}
+document.addEventListener("DOMContentLoaded", markScrollingTables);
+window.addEventListener("load", markScrollingTables);  // after fonts and MathJax set the widths
+window.addEventListener("resize", markScrollingTables);
+
 document.addEventListener("DOMContentLoaded", () => {
   for (const img of document.querySelectorAll("figure img, div.cell_output img")) {
     if (img.closest("a")) continue;

@@ -195,11 +195,19 @@ def glue_figure(name: str, fig: Any) -> None:
     """Glue ``fig`` under ``name`` for a ``{glue:figure}`` block and close it (so it is not
     shown a second time where the cell ran).
 
-    Glued as a `~gnuq_core.repro.display.BookFigure`: the column-wide PNG, and a narrow
-    rendering that the book serves to phones (`gnuq_core.repro.picture`)."""
+    Glued as a `~gnuq_core.repro.display.BookFigure`: the column-wide PNG, a narrow
+    rendering that the book serves to phones (`gnuq_core.repro.picture`), and the function
+    that drew it, read from the calling line (``glue_figure("fig_roc", qa.figure_roc(...))``
+    gives ``gnuq_core.chapters.qa.figure_roc``), which the book prints under the figure."""
+    import inspect
+
     import matplotlib.pyplot as plt
 
-    glue(name, BookFigure(fig))
+    caller = inspect.currentframe().f_back  # type: ignore[union-attr]
+    line = (inspect.getframeinfo(caller).code_context or [""])[0] if caller else ""
+    drawn = re.search(r"(\w+)\.(figure_\w+)\(", line)
+    module = getattr(caller.f_globals.get(drawn.group(1)), "__name__", "") if caller and drawn else ""
+    glue(name, BookFigure(fig, made_by=f"{module}.{drawn.group(2)}" if module else ""))
     plt.close(fig)
 
 

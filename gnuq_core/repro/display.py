@@ -64,6 +64,8 @@ NARROW_MEDIA = f"(max-width: {NARROW_SCREEN_PX}.98px)"
 """The media query under which the browser picks the narrow rendering."""
 NARROW_KEY = "gnuq/narrow"
 """Output-metadata key of a glued figure's narrow rendering (:meth:`BookFigure._repr_mimebundle_`)."""
+MADE_BY_KEY = "gnuq/made_by"
+"""Output-metadata key of the function that drew a glued figure (the book prints it under the figure)."""
 
 STYLE: dict[str, Any] = {
     "figure.dpi": DPI,
@@ -513,8 +515,9 @@ class BookFigure:
     Figure is left in its narrow layout), so the Figure may be closed afterwards.
     """
 
-    def __init__(self, fig: Any) -> None:
+    def __init__(self, fig: Any, made_by: str = "") -> None:
         self.text = repr(fig)
+        self.made_by = made_by
         fig.draw_without_rendering()
         self.min_font_px = min_font_px(fig, draw=False)
         renderer = fig.canvas.get_renderer()
@@ -531,6 +534,8 @@ class BookFigure:
         metadata = {NARROW_KEY: {"image/png": base64.b64encode(self.narrow).decode("ascii"),
                                  "width": narrow_w, "height": narrow_h, "media": NARROW_MEDIA,
                                  "min_font_px": self.min_font_px, "overlaps": self.overlaps}}
+        if self.made_by:
+            metadata[MADE_BY_KEY] = self.made_by
         return data, metadata
 
     def __repr__(self) -> str:
@@ -642,10 +647,13 @@ def table(df: Any, columns: Mapping[str, Column | tuple[str, Formatter] | str], 
     head = ([f'<th scope="col" class="text">{html.escape(str(df.index.name or ""))}</th>'] if index else []) + [
         f'<th scope="col" class="{"num" if numeric[k] else "text"}">{html.escape(c.name)}</th>' for k, c in specs.items()]
     head_cells = "".join(head)
-    cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
+    # the caption sits above the scroll box, not in the table: a <caption> is as wide as its
+    # table and was cut mid-word on a phone where the table scrolls
+    cap = f'<p class="gnuq-table-caption">{html.escape(caption)}</p>' if caption else ""
+    label = f' aria-label="{html.escape(caption)}"' if caption else ""
     thead = f"<thead><tr>{head_cells}</tr></thead>" if any(c.name for c in specs.values()) else ""  # no empty header row
-    html_text = (f'<div class="gnuq-table"><table class="table gnuq">{cap}{thead}'
-                 f'<tbody>{"".join(body)}</tbody></table></div>')
+    html_text = (f'<div class="gnuq-table">{cap}<div class="gnuq-scroll" tabindex="0">'
+                 f'<table class="table gnuq"{label}>{thead}<tbody>{"".join(body)}</tbody></table></div></div>')
     widths = [max(len(r[i]) for r in plain_rows) for i in range(len(specs))]
     plain = "\n".join("  ".join(t.ljust(w) for t, w in zip(r, widths)).rstrip() for r in plain_rows)
     return Table(html_text, (caption + "\n" if caption else "") + plain)

@@ -32,7 +32,7 @@ from myst_nb.ext.glue.directives import PasteFigureDirective
 from myst_nb.ext.glue.utils import retrieve_glue_data
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
-from gnuq_core.repro.display import NARROW_KEY
+from gnuq_core.repro.display import MADE_BY_KEY, NARROW_KEY
 
 
 class picture(nodes.General, nodes.Element):  # noqa: N801 (docutils names nodes in lower case)
@@ -70,7 +70,25 @@ class PasteFigureWithNarrow(PasteFigureDirective):
         wide.replace_self(node)
         node += wide
         node += nodes.image(uri=uri, alt=wide.get("alt", ""), classes=["gnuq-narrow"])
+        if data.metadata.get(MADE_BY_KEY):
+            result.append(self._made_by(data.metadata[MADE_BY_KEY]))
         return result
+
+    def _made_by(self, function: str) -> nodes.paragraph:
+        """"Drawn by `gnuq_core.chapters.qa.figure_roc` in this build; to redraw it: `gnuq chapter run 06
+        --profile full`" (the page's profile, from its provenance record)."""
+        import json
+        from pathlib import Path
+
+        env = self.state.document.settings.env
+        doc = Path(env.doc2path(env.docname))
+        record = doc.with_name(f"{doc.stem}.provenance.json")
+        profile = json.loads(record.read_text()).get("profile", "full") if record.exists() else "full"
+        command = f"gnuq chapter run {doc.stem.split('_')[0]} --profile {profile}"
+        para = nodes.paragraph(classes=["gnuq-figure-source"])
+        para += [nodes.Text("Drawn by "), nodes.literal(text=function), nodes.Text(" in this build, from the "
+                 "results of this chapter; to redraw it: "), nodes.literal(text=command), nodes.Text(".")]
+        return para
 
 
 def visit_picture_html(self: Any, node: picture) -> None:

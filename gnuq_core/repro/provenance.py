@@ -61,10 +61,21 @@ def package_versions(names: tuple[str, ...] = KEY_PACKAGES) -> dict[str, str]:
     return versions
 
 
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``; elsewhere what `platform` knows)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return " ".join(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def machine() -> dict[str, str]:
     """CPU, core count and GPU (if torch sees one) of this machine."""
-    info = {"platform": platform.platform(), "cpu": platform.processor() or platform.machine(),
-            "cores": str(os.cpu_count())}
+    info = {"platform": platform.platform(), "cpu": cpu_model(), "cores": str(os.cpu_count())}
     try:
         import torch
     except ImportError:  # pragma: no cover - torch is a dependency
@@ -242,8 +253,9 @@ def banner_markdown(record: dict[str, Any] | None, *, source_link: str | None = 
     profile = str(record.get("profile", "unknown"))
     seeds, sizes = seeds_and_sizes(record.get("parameters", {}))
     commit = str(record.get("commit", "unknown"))[:12]
-    cores = record.get("machine", {}).get("cores")
-    run = duration_text(record.get("wall_time_s")) + (f" on {cores} cores" if cores else "")
+    cores, cpu = record.get("machine", {}).get("cores"), record.get("machine", {}).get("cpu", "")
+    run = duration_text(record.get("wall_time_s")) + (f" on {cores} cores" if cores else "") + (
+        f" ({cpu})" if cpu and cpu not in ("x86_64", "aarch64", "arm64") else "")
     if is_paper_edition(profile):
         title, cls = f"Paper edition (profile `{profile}`)", "note"
         lead = "The numbers and verdicts on this page come from the paper-grade settings ({term}`paper edition`)."

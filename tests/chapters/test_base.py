@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import types
+
 from gnuq_core.chapters import MODULES, derivation, module_for
 from gnuq_core.chapters.base import profile_values
 
@@ -27,3 +29,27 @@ def test_value_words_read_what_zero_means_from_the_parameter_doc() -> None:
         "n_truthfulqa": "all (817)", "n_mc": "all"}
     assert efficiency.Params.value_words({"threads": 0, "memory": False}) == {"threads": "0 (torch's default)"}
     assert cross_checks.Params.value_words({"glm_samples": 0}) == {"glm_samples": "0 (no such row)"}
+
+
+def _line_figure():
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.plot([0, 1], [0, 1])
+    return fig
+
+
+charts = types.ModuleType("gnuq_core.chapters.charts")  # a chapter module, as a notebook imports it
+charts.figure_line = _line_figure
+
+
+def test_glue_figure_records_the_function_that_drew_it(monkeypatch) -> None:
+    from gnuq_core.chapters import base
+
+    glued: dict = {}
+    monkeypatch.setattr(base, "glue", lambda name, value: glued.update({name: value}))
+    base.glue_figure("fig_line", charts.figure_line())
+    assert glued["fig_line"].made_by == "gnuq_core.chapters.charts.figure_line"
+    fig = _line_figure()
+    base.glue_figure("fig_plain", fig)  # not drawn by a chapter's figure function: nothing claimed
+    assert glued["fig_plain"].made_by == ""

@@ -46,8 +46,9 @@ def test_table_renders_html_with_formats_and_names() -> None:
     t = display.table(df, {"iso_f": ("isotropic f", ".3g"), "n": ("questions", "d"), "model": "model"},
                       caption="A & B")
     html = t._repr_html_()
-    assert html.startswith('<div class="gnuq-table"><table')
-    assert "<caption>A &amp; B</caption>" in html
+    # the caption above the scroll box (a <caption> is as wide as a table that scrolls: cut on a phone)
+    assert html.startswith('<div class="gnuq-table"><p class="gnuq-table-caption">A &amp; B</p><div class="gnuq-scroll"')
+    assert '<table class="table gnuq" aria-label="A &amp; B">' in html and "<caption>" not in html
     assert ">isotropic f</th>" in html and "iso_f" not in html and "hidden" not in html
     assert '<td class="num">1.23e-06</td>' in html and '<td class="num">384</td>' in html
     assert '<td class="num">—</td>' in html, "a missing value is shown as a dash"
@@ -69,7 +70,7 @@ def test_table_refuses_unknown_columns() -> None:
 
 def test_parameters_table_lists_each_parameter() -> None:
     html = display.parameters_table({"seed": 0, "widths": [4, 8]}).html
-    assert "<caption>This build&#x27;s parameters</caption>" in html
+    assert '<p class="gnuq-table-caption">This build&#x27;s parameters</p>' in html
     assert '<td class="text">widths</td><td class="text">4, 8</td>' in html
 
 

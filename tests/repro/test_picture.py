@@ -28,7 +28,7 @@ def _glued_output(name: str) -> nbformat.NotebookNode:
     for ax in axes:
         ax.plot([0, 1], [0, 1], label="a line")
         ax.set_xlabel("a label")
-    data, metadata = format_display_data(display.BookFigure(fig))
+    data, metadata = format_display_data(display.BookFigure(fig, made_by="gnuq_core.chapters.qa.figure_roc"))
     plt.close(fig)
     metadata["scrapbook"] = {"name": name, "mime_prefix": GLUE_PREFIX}
     return nbformat.v4.new_output("display_data", data={GLUE_PREFIX + k: v for k, v in data.items()},
@@ -78,6 +78,11 @@ def test_html_serves_the_narrow_rendering_to_narrow_screens(tiny_book: Path) -> 
     assert display.png_size((out / wide_src).read_bytes())[0] > display.COLUMN_PX - 15
     assert "Fig. 1" in figure.group(1) and "The caption." in figure.group(1)
     assert '<span class="std std-numref">Fig. 1</span>' in html, "references to the figure resolve"
+    source = re.search(r'<p class="gnuq-figure-source">(.*?)</p>', html, re.S)
+    assert source and html.index("gnuq-figure-source") > html.index("</figure>"), "under the figure"
+    text = re.sub(r"<[^>]+>", "", source.group(1))
+    assert text == ("Drawn by gnuq_core.chapters.qa.figure_roc in this build, from the results of this chapter; "
+                    "to redraw it: gnuq chapter run page --profile full.")
 
 
 def test_other_builders_get_the_wide_image(tiny_book: Path) -> None:

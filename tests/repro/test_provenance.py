@@ -38,7 +38,7 @@ def test_footer_is_an_html_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr("IPython.display.display", lambda obj: shown.append(obj))
     Provenance.start(profile="full", seed=0).show()
     html = shown[0]._repr_html_()
-    assert "<table" in html and "<caption>Provenance of this page</caption>" in html
+    assert "<table" in html and '<p class="gnuq-table-caption">Provenance of this page</p>' in html
     assert "| --- |" not in html and "(preview)" not in html
 
 
@@ -54,7 +54,7 @@ def test_git_state_and_versions() -> None:
 
 
 RECORD = {"profile": "quick", "commit": "0123456789abcdef", "dirty": False, "wall_time_s": 152.3,
-          "built_at": "2026-12-01T01:38:41+00:00", "machine": {"cores": "2"},
+          "built_at": "2026-12-01T01:38:41+00:00", "machine": {"cores": "2", "cpu": "AMD EPYC"},
           "parameters": {"profile": "quick", "seed": 0, "n_seeds": 2, "num_samples": 300, "width": 16,
                          "widths": [4, 8]}}
 
@@ -67,7 +67,7 @@ def test_seeds_and_sizes() -> None:
 def test_preview_banner_says_so() -> None:
     text = banner_markdown(RECORD, source_link="../../notebooks/01_derivation.py")
     assert text.startswith("::::{admonition} Preview (profile `quick`)") and "preview" in text
-    assert "`num_samples` = 300" in text and "2 min 32 s on 2 cores" in text and "`0123456789ab`" in text
+    assert "`num_samples` = 300" in text and "2 min 32 s on 2 cores (AMD EPYC)" in text and "`0123456789ab`" in text
     assert "2026-12-01 01:38 UTC" in text
     assert "{download}`01_derivation.py <../../notebooks/01_derivation.py>`" in text
     assert "| `widths` | [4, 8] |" in text, "the parameters table lists every parameter"
