@@ -104,6 +104,8 @@ def _delta_method(p: Params, key: Any, rng: np.random.Generator, out: Result) ->
         cls_n_params=num_params(fit.params), cls_grad_norm=fit.grad_norm, sigma_min=float(sigmas[0]),
         sigma_max=float(sigmas[-1]), ratio_small_sigma_maxdev=float(np.max(np.abs(small - 1))),
         ratio_small_sigma_se=float(max(res.ratio_se[0] for res in checks.values())),
+        # what exercise 1 predicts for a quarter of the samples: the standard error ∝ 1/√n doubles
+        ratio_small_sigma_se_quarter=2 * float(max(res.ratio_se[0] for res in checks.values())),
         ratio_large_sigma_min=float(min(res.ratio[-1] for res in checks.values())),
         ratio_large_sigma_max=float(max(res.ratio[-1] for res in checks.values())), n_mc=p.n_mc)
     out.data["delta_method"] = checks

@@ -316,9 +316,12 @@ glue_figure("fig_ntk", derivation.figure_ntk(result))
 # :class: dropdown
 #
 # A Monte Carlo variance estimate has a standard error proportional to $1/\sqrt{n}$, so
-# a quarter of the samples doubles it. The ratio at the smallest σ stays close to 1 (the
-# delta method is still exact there), but its deviation from 1 becomes about twice as
-# large, and the figure's error bars about twice as long.
+# a quarter of the samples doubles it: on this page the ratio's standard error at the
+# smallest σ is {glue:text}`ratio_small_sigma_se:.3f` with {glue:text}`n_mc` samples, so
+# expect about {glue:text}`ratio_small_sigma_se_quarter:.3f` with a quarter of them. The
+# ratio there stays close to 1 (the delta method is still exact), but its deviation from 1
+# (here {glue:text}`ratio_small_sigma_maxdev:.3f`) becomes about twice as large, and the
+# figure's error bars about twice as long.
 # ````
 #
 # ```{exercise} The law of total variance

@@ -685,7 +685,11 @@ glue_figure("fig_scale", qa.figure_scale(result, params))
 # of magnitude while $\lVert\nabla_\theta\log p\rVert^2$ varies over few, the product ranks
 # answers by $p$. A probable answer is one the model is confident in, and confident answers
 # are more often right, so a high score marks *right* answers: the ranking is reversed and
-# the AUROC falls below 0.5. The gradient term alone does not carry this reversal.
+# the AUROC falls below 0.5. The gradient term alone does not carry this reversal. On this
+# page (mean AUROC over the models) the epistemic score reaches
+# {glue:text}`macro_tfqa_epistemic:.3f` on TruthfulQA and {glue:text}`macro_tqa_epistemic:.3f`
+# on TriviaQA, the gradient term alone {glue:text}`macro_tfqa_grad_log_p:.3f` and
+# {glue:text}`macro_tqa_grad_log_p:.3f`.
 # ````
 #
 # ```{exercise} Good ranking, bad threshold
