@@ -28,7 +28,11 @@ function markScrollingTables() {
   }
 }
 document.addEventListener("DOMContentLoaded", markScrollingTables);
-window.addEventListener("load", markScrollingTables);  // after fonts and MathJax set the widths
+window.addEventListener("load", () => {  // after fonts and images; MathJax typesets later still
+  markScrollingTables();
+  const typeset = window.MathJax && window.MathJax.startup && window.MathJax.startup.promise;
+  if (typeset) typeset.then(markScrollingTables);
+});
 window.addEventListener("resize", markScrollingTables);
 
 document.addEventListener("DOMContentLoaded", () => {
