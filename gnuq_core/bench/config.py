@@ -100,6 +100,15 @@ class BenchConfig:
     batch_pairs : int
         (prompt, answer) pairs every batch size scores.
     batch_repeats : int
+        Timed rounds of the batched scoring and of the side-by-side comparison.
+    peer_sizes : list[int]
+        Batch sizes of gnuq against Opacus, torch.func and the floor
+        (`gnuq_core.bench.side_by_side`; empty: skip).
+    peer_memory_gb : float
+        The most memory a method that instantiates per-sample gradients may need
+        (``B × P × 4`` bytes); beyond it the method is not run and the table says why.
+    peer_repeats : int
+        Timed rounds of the side-by-side comparison (its interval is a bootstrap over them).
     reference : bool
         Also time the baselines as their reference implementations run them: N answers
         sampled one at a time (``sample_sequential``), one bidirectional-entailment
@@ -162,6 +171,9 @@ class BenchConfig:
     batch_sizes: list[int] = field(default_factory=lambda: [1, 4, 16, 64])
     batch_pairs: int = 64
     batch_repeats: int = 2
+    peer_sizes: list[int] = field(default_factory=lambda: [1, 4, 16, 64])
+    peer_memory_gb: float = 8.0
+    peer_repeats: int = 3
     reference: bool = True
     reference_questions: int = 0
     sequential_timed: int = 0
@@ -197,9 +209,12 @@ class BenchConfig:
             raise ValueError(f"sequential_timed={self.sequential_timed}: use 0 (time all N sequential samples) or more")
         if self.reference_questions < 0:
             raise ValueError(f"reference_questions={self.reference_questions}: use 0 (all) or more")
-        if any(int(b) < 1 for b in self.batch_sizes) or self.batch_pairs < 1 or self.batch_repeats < 1:
-            raise ValueError(f"batch_sizes={self.batch_sizes}, batch_pairs={self.batch_pairs}, batch_repeats="
-                             f"{self.batch_repeats}: each must be ≥ 1")
+        if any(int(b) < 1 for b in [*self.batch_sizes, *self.peer_sizes]) or self.batch_pairs < 1 \
+                or self.batch_repeats < 1 or self.peer_repeats < 1 or not self.peer_memory_gb > 0:
+            raise ValueError(f"batch_sizes={self.batch_sizes}, peer_sizes={self.peer_sizes}, batch_pairs="
+                             f"{self.batch_pairs}, batch_repeats={self.batch_repeats}, peer_repeats={self.peer_repeats}: each "
+                             f"must be ≥ 1, and "
+                             f"peer_memory_gb={self.peer_memory_gb} > 0")
         if self.gram_repeats < 0:
             raise ValueError(f"gram_repeats={self.gram_repeats}: use 0 (skip the Gram-kernel timing) or more rounds")
         if self.n_questions < 1:

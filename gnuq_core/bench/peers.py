@@ -58,7 +58,8 @@ class Batch:
 def padded_batch(prompts: Sequence[Sequence[int]], answers: Sequence[Sequence[int]], pad_id: int = 0) -> Batch:
     """The pairs as one right-padded `Batch` (each answer non-empty)."""
     if len(prompts) != len(answers) or not prompts:
-        raise ValueError(f"give as many answers as prompts, at least one ({len(prompts)} prompts, {len(answers)} answers)")
+        raise ValueError(f"give as many answers as prompts, at least one ({len(prompts)} prompts, "
+                         f"{len(answers)} answers)")
     if any(not a for a in answers) or any(not p for p in prompts):
         raise ValueError("every prompt and every answer needs at least one token")
     rows = [list(p) + list(a) for p, a in zip(prompts, answers)]

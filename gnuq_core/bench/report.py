@@ -161,6 +161,30 @@ def batching_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
             for spec, e in res["models"].items() for r in e.get("batching", [])]
 
 
+PEER_NAMES = {"gnuq": "gnuq (batched exact norms)", "opacus": "Opacus per-sample gradients",
+              "opacus_ghost": "Opacus ghost norms", "torch_func": "torch.func per-example gradients",
+              "floor": "floor: forward + backward, no norm"}
+
+
+def peer_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per model, batch size and method: answers per second with the bootstrap interval of the
+    time, the ratio to the floor and the peak extra memory, or why the method did not run
+    (`gnuq_core.bench.side_by_side`; absent in runs made before it was timed)."""
+    rows = []
+    for spec, e in res["models"].items():
+        for r in e.get("peers", {}).get("rows", []):
+            row = {"model": spec, "B": r["batch_size"], "method": PEER_NAMES.get(r["method"], r["method"])}
+            if "why" in r:
+                rows.append({**row, "answers / s [95% CI]": "not run", "÷ floor": np.nan, "peak MB": np.nan,
+                             "why not": r["why"]})
+                continue
+            lo, hi = r["ci"]
+            rows.append({**row, "answers / s [95% CI]": f"{r['answers_per_second']:.3g} [{r['batch_size'] / hi:.3g}, "
+                                                         f"{r['batch_size'] / lo:.3g}]",
+                         "÷ floor": r["over_floor"], "peak MB": r["peak_mb"], "why not": ""})
+    return rows
+
+
 def gap_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
     """Per model and measured cause of the gap: the factor by which it multiplies the speed-up
     (paired ratio of the costs with and without it; `gnuq_core.bench.summary.gap_factors`)."""

@@ -29,6 +29,7 @@ import numpy as np
 
 from gnuq_core.bench import clock
 from gnuq_core.bench.batching import batch_throughput
+from gnuq_core.bench.side_by_side import peer_throughput
 from gnuq_core.bench.config import SCHEMA, BenchConfig
 from gnuq_core.bench.grams import gram_kernels
 from gnuq_core.bench.memory import memory_profiles
@@ -109,6 +110,10 @@ def _model_entry(sub: Subject, qs: list[Question], config: BenchConfig, clustere
         say(f"[bench] {sub.spec}: batched scoring")
         with part("batched scoring"):
             entry["batching"] = batch_throughput(sub, qs, config, progress)
+    if config.peer_sizes:
+        say(f"[bench] {sub.spec}: gnuq against Opacus, torch.func and the floor")
+        with part("peers side by side"):
+            entry["peers"] = peer_throughput(sub, qs, config, progress)
     rep = sorted(qs, key=lambda q: len(q.prompt_ids))[len(qs) // 2]  # median-length prompt
     if config.answer_lengths or config.prompt_lengths:
         say(f"[bench] {sub.spec}: length sweep")

@@ -103,6 +103,10 @@ class Params(ChapterParams):
     batch_sizes: list[int] = param([1, 4, 8], bench_config.BATCH_SIZE, "batch sizes of the batched-scoring throughput "
                                                     "(empty: none; `make bench`: 1, 4, 16, 64)")
     batch_pairs: int = param(8, bench_config.BATCH_SIZE, "(prompt, answer) pairs each batch size scores (`make bench`: 64)")
+    peer_sizes: list[int] = param([1, 4, 16], bench_config.BATCH_SIZE, "batch sizes of gnuq against Opacus, torch.func "
+                                                                      "and the floor (empty: none; `make bench`: 1, 4, "
+                                                                      "16, 64)")
+    peer_repeats: int = param(3, bench_config.BATCH_SIZE, "timed rounds of that comparison")
     reference: bool = param(True, None, "also time the baselines as their reference implementations run them "
                                         "(sequential sampling, DeBERTa-large entailment, few-shot P(True))")
     reference_questions: int = param(1, NONNEG_SIZE, "questions per dataset on which the entailment "
@@ -160,7 +164,7 @@ def bench_config_of(p: Params) -> bench_config.BenchConfig:
         throughput=p.throughput, throughput_questions=p.throughput_questions, layouts=[list(x) for x in p.layouts],
         threads=p.threads or None, seed=p.seed, synthetic_prompt=(p.synthetic_prompt[0], p.synthetic_prompt[1]),
         synthetic_answer=p.synthetic_answer, batch_sizes=list(p.batch_sizes), batch_pairs=p.batch_pairs,
-        batch_repeats=1,
+        batch_repeats=1, peer_sizes=list(p.peer_sizes), peer_repeats=p.peer_repeats,
         reference=p.reference, reference_questions=p.reference_questions, timed_once=list(p.timed_once),
         sequential_timed=p.sequential_timed, nli_architecture=p.nli_architecture,
         p_true_shots=p.p_true_shots, long_answer_tokens=p.long_answer_tokens)
@@ -501,6 +505,39 @@ def _comparison_range(res: dict[str, Any]) -> str:
     return f"{min(n)}–{max(n)} comparisons (median {float(np.median(n)):.0f})" if n else "not timed in this run"
 
 
+def _peers(res: dict[str, Any], out: Result) -> None:
+    """gnuq against Opacus, torch.func and the floor, and where gnuq stands (`peer_words`)."""
+    rows = report.peer_rows(res)
+    out.tables["peers"] = rows_table(rows, {"÷ floor": ".2f", "peak MB": ",.0f"},
+                                     caption="Per-answer gradient norms: gnuq and its peers, side by side") \
+        if rows else Markdown("*The peers were not timed in this build (`peer_sizes: []`).*")
+    out.values["peer_words"] = Markdown(peer_words(res))
+    out.values["peer_parameters"] = Markdown("; ".join(f"`{spec}`: {e['peers']['parameters']}"
+                                                       for spec, e in res["models"].items() if e.get("peers"))
+                                             or "not timed in this build")
+
+
+def peer_words(res: dict[str, Any]) -> str:
+    """Per model, at its largest B: gnuq's answers per second against the fastest peer that ran
+    and against the floor (ratios of medians), from the benchmark's rows."""
+    parts = []
+    for spec, e in res["models"].items():
+        timed = [r for r in e.get("peers", {}).get("rows", []) if "why" not in r]
+        if not timed:
+            continue
+        b = max(r["batch_size"] for r in timed)
+        at = {r["method"]: r for r in timed if r["batch_size"] == b}
+        if "gnuq" not in at:
+            continue
+        rivals = [r for m, r in at.items() if m not in ("gnuq", "floor")]
+        fastest = max(rivals, key=lambda r: r["answers_per_second"], default=None)
+        vs = (f"{at['gnuq']['answers_per_second'] / fastest['answers_per_second']:.2f}× the throughput of the fastest "
+              f"peer that ran ({report.PEER_NAMES[fastest['method']]})" if fastest else "no peer ran")
+        floor = f", {at['gnuq']['over_floor']:.2f}× the floor's time" if "floor" in at else ""
+        parts.append(f"`{spec}` at B = {b}: gnuq {at['gnuq']['answers_per_second']:.3g} answers/s, {vs}{floor}")
+    return "; ".join(parts) or "not timed in this build"
+
+
 def _batching(res: dict[str, Any], out: Result) -> None:
     """Answers per second against batch size, per model (batched scoring, exact per-answer norms)."""
     rows = report.batching_rows(res)
@@ -632,7 +669,7 @@ def run(p: Params, store: Any, profile: str, *, data_dir: str | None = None) -> 
     -------
     Result
         ``values`` under the page's glue names; ``tables`` ``costs``, ``floor``,
-        ``variants``, ``speedup``, ``gap``, ``batching``, ``throughput`` (a table, or a sentence where no records/hour ran),
+        ``variants``, ``speedup``, ``gap``, ``batching``, ``peers``, ``throughput`` (a table, or a sentence where no records/hour ran),
         ``memory`` and ``operators`` (where measured), ``gpu_floor`` and ``gpu_speedup``
         (where a GPU run is committed); ``data`` ``bench`` (the benchmark's results dict,
         also written to ``07_efficiency.bench.json`` beside the executed chapter) and
@@ -649,6 +686,7 @@ def run(p: Params, store: Any, profile: str, *, data_dir: str | None = None) -> 
     _variants(res, out)
     _speedup(p, res, profile, out)
     _batching(res, out)
+    _peers(res, out)
     _throughput(res, out)
     _memory(res, out)
     _scaling(res, out)

@@ -29,7 +29,8 @@ def results(data_dir: str) -> dict:
                       clusterer="exact", synthetic_prompt=(10, 20), synthetic_answer=4, answer_lengths=[2, 4],
                       prompt_lengths=[8, 16], sweep_repeats=1, ladder=[[32, 1]], ladder_repeats=1, memory=False,
                       profile=True, qa_n_samples=2, qa_max_new_tokens=3, threads=1, nli_architecture="tiny",
-                      p_true_shots=2, batch_sizes=[1, 2], batch_pairs=3, gram_repeats=2)
+                      p_true_shots=2, batch_sizes=[1, 2], batch_pairs=3, gram_repeats=2, peer_sizes=[1, 2],
+                      peer_repeats=2)
     return run(cfg, data_dir=data_dir, progress=False)
 
 
@@ -46,6 +47,14 @@ def test_results_structure(results: dict) -> None:
     assert e["batching"][0]["speedup_over_1"] == 1.0 and e["batching"][1]["answers_per_second"] > 0
     assert all(0 < r["checks_share"] == r["checks_seconds"] / r["seconds"] for r in e["batching"])  # checks timed
     assert all(r["checks_share"] != r["checks_share"] for r in results["models"]["random:tiny"]["batching"])  # NaN
+    peers = e["peers"]["rows"]
+    assert [(r["batch_size"], r["method"]) for r in peers] == [(b, m) for b in (1, 2) for m in
+                                                               ("gnuq", "opacus", "opacus_ghost", "torch_func", "floor")]
+    ran = {r["method"] for r in peers if "why" not in r}
+    assert {"gnuq", "torch_func", "floor", "opacus"} <= ran
+    assert all("why" not in r or "tying" in r["why"] for r in peers if r["method"] == "opacus_ghost")  # tied heads
+    assert all(r["over_floor"] > 0 and r["ci"][0] <= r["seconds"] <= r["ci"][1] for r in peers if "why" not in r)
+    assert {r["model"] for r in report.peer_rows(results)} == {"random:tiny", "tiny-llama"}
     assert results["machine"]["device"] == "cpu" and "commit" in results["git"]
     timed = {spec: m["grams"] for spec, m in results["models"].items() if m["grams"]["kernels"]}
     assert all(g["repeats"] == 2 and g["kernels"]["full"]["ratio"]["median"] == 1.0 for g in timed.values())

@@ -105,8 +105,11 @@ def test_every_value_the_page_glues_is_computed(ran) -> None:
 
 def test_tables_bench_json_and_claim(ran) -> None:
     result, root = ran
-    assert set(result.tables) == {"costs", "floor", "variants", "speedup", "gap", "batching", "throughput",
+    assert set(result.tables) == {"costs", "floor", "variants", "speedup", "gap", "batching", "peers", "throughput",
                                   "operators"}
+    peers = repr(result.tables["peers"])
+    assert "Opacus per-sample gradients" in peers and "torch.func" in peers and "÷ floor" in peers
+    assert "answers/s" in result.values["peer_words"].data and "the floor's time" in result.values["peer_words"].data
     batching = repr(result.tables["batching"])
     assert "answers / s" in batching and "speed-up over B = 1" in batching
     speedup = repr(result.tables["speedup"])
