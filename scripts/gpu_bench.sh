@@ -5,7 +5,8 @@
 #   scripts/gpu_bench.sh --device cpu --tiny   # dry run on CPU with tiny random models (~1 min)
 #
 # No network is assumed: the models are randomly initialised at the real architectures'
-# sizes (SmolLM2-135M, Gemma-3-270M, a 1B Llama), built from transformers configs in code,
+# sizes (SmolLM2-135M, Gemma-3-270M, a 1B Llama; then Llama-3-8B's layer sizes with 4 of its
+# 32 layers, for gnuq against Opacus, torch.func and the floor), built from transformers configs in code,
 # with synthetic token-id questions of realistic length (timing does not depend on the
 # weights' values). Records per hour of the QA pipeline need the real models' tokenizers,
 # so random models skip that part (run `python -m gnuq_core.bench` with the real models on a
@@ -32,7 +33,7 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TRANSFORMERS_VERBOSITY=error PYTH
 "$PY" - "$DEVICE" <<'PYEOF'
 import sys
 missing = []
-for mod in ("torch", "transformers", "tokenizers", "numpy", "tqdm"):
+for mod in ("torch", "transformers", "tokenizers", "numpy", "tqdm"):  # opacus: optional (its rows say so)
     try:
         __import__(mod)
     except ImportError:
@@ -51,10 +52,18 @@ if [ "$TINY" = 1 ]; then
 else
   ARGS=(--models random:smollm2-135m random:gemma3-270m random:llama-1b --questions 4 --repeats 3 --samples 10
         --answer-lengths 4 8 16 32 64 128 --prompt-lengths 32 64 128 256 512 1024 --sweep-repeats 3
-        --ladder 256x8 576x30 1024x16 2048x16 --batch-sizes 1 4 16 64 --batch-pairs 64)
+        --ladder 256x8 576x30 1024x16 2048x16 --batch-sizes 1 4 16 64 --batch-pairs 64 --peer-sizes 1 4 16 64
+        --peer-memory-gb 40)
+  ARGS_8B=(--models random:llama-8b-4l --questions 2 --repeats 2 --samples 4 --answer-lengths --prompt-lengths
+           --ladder --batch-sizes 1 16 --batch-pairs 16 --peer-sizes 1 4 16 --peer-memory-gb 40 --no-reference
+           --no-throughput)
   LIMIT=280
 fi
 start=$(date +%s)
 timeout "$LIMIT" "$PY" -m gnuq_core.bench --device "$DEVICE" "${ARGS[@]}" --quiet --out "$OUT/gpu_results.json" \
   || echo "gpu_bench: stopped early (status $?); $OUT/gpu_results.json holds the models that finished" >&2
-echo "gpu_bench: $(( $(date +%s) - start )) s; results in $OUT/gpu_results.json"
+if [ "$TINY" = 0 ]; then  # an 8B-class shape: gnuq against its peers where per-sample gradients are large
+  timeout 150 "$PY" -m gnuq_core.bench --device "$DEVICE" "${ARGS_8B[@]}" --quiet --out "$OUT/gpu_results_8b.json" \
+    || echo "gpu_bench: the 8B-class run stopped early (status $?)" >&2
+fi
+echo "gpu_bench: $(( $(date +%s) - start )) s; results in $OUT/gpu_results.json$([ "$TINY" = 0 ] && echo " and $OUT/gpu_results_8b.json")"

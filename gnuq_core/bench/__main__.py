@@ -64,6 +64,10 @@ def _parser(prog: str = "gnuq bench") -> argparse.ArgumentParser:
                    help="batch sizes of the batched-scoring throughput (default 1 4 16 64; none: skip)")
     p.add_argument("--batch-pairs", type=flag(BATCH_SIZE), default=d.batch_pairs,
                    help="(prompt, answer) pairs each batch size scores (default 64)")
+    p.add_argument("--peer-sizes", type=flag(BATCH_SIZE), nargs="*", default=d.peer_sizes,
+                   help="batch sizes of gnuq against Opacus, torch.func and the floor (default 1 4 16 64; none: skip)")
+    p.add_argument("--peer-memory-gb", type=float, default=d.peer_memory_gb,
+                   help="most memory a method that instantiates per-sample gradients may need (default 8)")
     p.add_argument("--no-reference", action="store_true",
                    help="do not time the baselines as their reference implementations run them")
     p.add_argument("--reference-questions", type=flag(Rule(minimum=0, maximum=MAX_SIZE, integer=True)), default=0,
@@ -146,6 +150,7 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
                       qa_max_new_tokens=args.qa_max_new_tokens, device=args.device, dtype=args.dtype,
                       threads=args.threads, seed=args.seed, reference=not args.no_reference,
                       batch_sizes=list(args.batch_sizes), batch_pairs=args.batch_pairs,
+                      peer_sizes=list(args.peer_sizes), peer_memory_gb=args.peer_memory_gb,
                       reference_questions=args.reference_questions, sequential_timed=args.sequential_timed,
                       nli_architecture=args.nli_architecture, p_true_shots=args.p_true_shots,
                       long_answer_tokens=args.long_answer_tokens)
@@ -165,6 +170,7 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
         cfg.nli_architecture, cfg.p_true_shots = "tiny", 2
         cfg.long_answer_tokens = min(cfg.long_answer_tokens, 8)
         cfg.batch_sizes, cfg.batch_pairs, cfg.batch_repeats = [1, 2], 4, 1
+        cfg.peer_sizes, cfg.peer_repeats = [1, 2], 2
     return cfg
 
 

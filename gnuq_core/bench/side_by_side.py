@@ -101,6 +101,9 @@ def peer_throughput(subject: Subject, questions: list[Question], config: BenchCo
                 call = _method(name, model, batch, prompts, answers, groups)
                 try:
                     call()  # warm-up, and the refusals
+                except ImportError as err:  # Opacus is in the test extra, not everywhere the benchmark runs
+                    why[b, name] = f"{err.name or 'a library'} is not installed (pip install 'gnuq[test]')"
+                    continue
                 except (NotImplementedError, ValueError, RuntimeError) as err:
                     why[b, name] = f"{type(err).__name__}: {' '.join(str(err).split())[:160]}"
                     continue

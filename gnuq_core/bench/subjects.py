@@ -118,10 +118,20 @@ def _llama1b_config() -> Any:
                        bos_token_id=128000, eos_token_id=128001)
 
 
+def _llama8b_4layers_config() -> Any:
+    from transformers import LlamaConfig
+
+    return LlamaConfig(vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=4,
+                       num_attention_heads=32, num_key_value_heads=8, head_dim=128, max_position_embeddings=8192,
+                       rms_norm_eps=1e-5, rope_theta=500000.0, tie_word_embeddings=False, pad_token_id=128004,
+                       bos_token_id=128000, eos_token_id=128001)
+
+
 RANDOM_ARCHS: dict[str, Callable[[], Any]] = {
     "smollm2-135m": _smollm2_config,  # SmolLM2-135M-Instruct's config (Llama)
     "gemma3-270m": _gemma3_config,  # Gemma-3-270M's config
     "llama-1b": _llama1b_config,  # Llama-3.2-1B's config
+    "llama-8b-4l": _llama8b_4layers_config,  # Llama-3-8B's layer and vocabulary sizes, 4 of its 32 layers
     "tiny": lambda: _llama_config(32, 2, vocab=512, ctx=2048, pad=0),
 }
 
