@@ -109,6 +109,9 @@ class BenchConfig:
         (``B × P × 4`` bytes); beyond it the method is not run and the table says why.
     peer_repeats : int
         Timed rounds of the side-by-side comparison (its interval is a bootstrap over them).
+    peer_max_seconds : float
+        A method whose first call takes longer is timed by that call alone (no rounds, no
+        memory): Opacus on Gemma took minutes per call on this CPU.
     reference : bool
         Also time the baselines as their reference implementations run them: N answers
         sampled one at a time (``sample_sequential``), one bidirectional-entailment
@@ -174,6 +177,7 @@ class BenchConfig:
     peer_sizes: list[int] = field(default_factory=lambda: [1, 4, 16, 64])
     peer_memory_gb: float = 8.0
     peer_repeats: int = 3
+    peer_max_seconds: float = 30.0
     reference: bool = True
     reference_questions: int = 0
     sequential_timed: int = 0

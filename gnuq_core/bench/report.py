@@ -176,12 +176,12 @@ def peer_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
             row = {"model": spec, "B": r["batch_size"], "method": PEER_NAMES.get(r["method"], r["method"])}
             if "why" in r:
                 rows.append({**row, "answers / s [95% CI]": "not run", "÷ floor": np.nan, "peak MB": np.nan,
-                             "why not": r["why"]})
+                             "note": f"not run: {r['why']}"})
                 continue
             lo, hi = r["ci"]
             rows.append({**row, "answers / s [95% CI]": f"{r['answers_per_second']:.3g} [{r['batch_size'] / hi:.3g}, "
                                                          f"{r['batch_size'] / lo:.3g}]",
-                         "÷ floor": r["over_floor"], "peak MB": r["peak_mb"], "why not": ""})
+                         "÷ floor": r["over_floor"], "peak MB": r["peak_mb"], "note": r.get("note", "")})
     return rows
 
 

@@ -10,7 +10,8 @@ interval over rounds, answers per second, the ratio to the floor at that B, and 
 extra memory of one more call (in-process resident set: a lower bound on CPU). A method
 that cannot run says why instead: Opacus's refusals (tied parameters for ghost norms, a
 layer with buffers), or per-sample gradients that would not fit in
-``BenchConfig.peer_memory_gb`` (``B × P`` numbers). Where Opacus refuses a layer (Gemma's
+``BenchConfig.peer_memory_gb`` (``B × P`` numbers); a method whose first call takes longer than
+``BenchConfig.peer_max_seconds`` is timed by that call alone (its row says so). Where Opacus refuses a layer (Gemma's
 scaled embedding), every method of that model is compared on the parameters Opacus covers
 (the embedding and a head tied to it frozen, gnuq's ``groups="no_embeddings"``).
 """
@@ -88,6 +89,7 @@ def peer_throughput(subject: Subject, questions: list[Question], config: BenchCo
         params = sum(p.numel() for p in {id(p): p for p in model.parameters() if p.requires_grad}.values())
         calls: dict[tuple[int, str], Callable[[], Any]] = {}
         why: dict[tuple[int, str], str] = {}
+        slow: dict[tuple[int, str], float] = {}
         for b in sorted(set(config.peer_sizes)):
             prompts = [list(usable[i % len(usable)].prompt_ids) for i in range(b)]
             answers = [list(usable[i % len(usable)].answer_ids) for i in range(b)]
@@ -100,12 +102,15 @@ def peer_throughput(subject: Subject, questions: list[Question], config: BenchCo
                     continue
                 call = _method(name, model, batch, prompts, answers, groups)
                 try:
-                    call()  # warm-up, and the refusals
+                    once = clock.timed(call, subject.device)[1]  # warm-up, and the refusals
                 except ImportError as err:  # Opacus is in the test extra, not everywhere the benchmark runs
                     why[b, name] = f"{err.name or 'a library'} is not installed (pip install 'gnuq[test]')"
                     continue
                 except (NotImplementedError, ValueError, RuntimeError) as err:
                     why[b, name] = f"{type(err).__name__}: {' '.join(str(err).split())[:160]}"
+                    continue
+                if once > config.peer_max_seconds:  # timed once: its rounds would cost the whole build
+                    slow[b, name] = once
                     continue
                 calls[b, name] = call
         rng = np.random.default_rng(config.seed + 29)
@@ -125,6 +130,13 @@ def peer_throughput(subject: Subject, questions: list[Question], config: BenchCo
         for name in METHODS:
             if (b, name) in why:
                 rows.append({"batch_size": b, "method": name, "why": why[b, name]})
+                continue
+            if (b, name) in slow:  # one untimed-rounds call: its warm-up time, no interval, no memory
+                sec = slow[b, name]
+                rows.append({"batch_size": b, "method": name, "seconds": sec, "ci": [sec, sec],
+                             "answers_per_second": b / sec, "over_floor": sec / floor, "peak_mb": float("nan"),
+                             "runs": [sec], "note": f"timed once: one call took {sec:.0f} s, more than "
+                                                    f"peer_max_seconds = {config.peer_max_seconds:g}"})
                 continue
             sec = float(np.median(runs[b, name]))
             lo, hi = cluster_bootstrap(runs[b, name], seed=config.seed) if len(runs[b, name]) > 1 else (sec, sec)

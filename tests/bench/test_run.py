@@ -62,6 +62,20 @@ def test_results_structure(results: dict) -> None:
     json.dumps(results, default=float)  # JSON-ready
 
 
+def test_a_peer_slower_than_its_cap_is_timed_once_and_says_so() -> None:
+    from types import SimpleNamespace
+
+    from gnuq_core.bench.side_by_side import peer_throughput
+    from gnuq_core.bench.subjects import load_subject
+
+    sub = load_subject("random:tiny")
+    cfg = BenchConfig(models=["random:tiny"], peer_sizes=[1], peer_repeats=3, peer_max_seconds=1e-9)
+    question = SimpleNamespace(prompt_ids=[1, 5, 6, 7, 8], answer_ids=[9, 10])  # what the comparison reads
+    rows = peer_throughput(sub, [question], cfg, progress=False)["rows"]
+    timed = [r for r in rows if "why" not in r]
+    assert timed and all(r["runs"] == [r["seconds"]] and r["note"].startswith("timed once") for r in timed)
+
+
 def test_every_pass_in_the_tables_is_an_engine_function(results: dict) -> None:
     rows = report.pass_rows(results)
     assert rows and all(r["engine function"].startswith(ENGINE) for r in rows)
