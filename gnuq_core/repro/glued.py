@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["glue", "show", "fill", "glued_text", "GLUED", "RUNNABLE_ENV", "GLUE_ROLE", "GLUE_BLOCK"]
+__all__ = ["glue", "show", "fill", "block_options", "glued_text", "GLUED", "RUNNABLE_ENV", "GLUE_ROLE", "GLUE_BLOCK"]
 
 _TEXT = "application/papermill.record/text/plain"
 
@@ -76,8 +76,8 @@ def fill(markdown: str, glued: dict[str, Any] | None = None) -> str:
     return GLUE_ROLE.sub(one, markdown)
 
 
-def _caption(body: str) -> tuple[dict[str, str], str]:
-    """A block's options (``:alt: text`` lines at its top) and the rest (its caption)."""
+def block_options(body: str) -> tuple[dict[str, str], str]:
+    """A MyST block's options (``:alt: text`` lines at its top) and the rest (its caption or body)."""
     options: dict[str, str] = {}
     lines = body.splitlines()
     while lines and re.match(r"^:[\w-]+:", lines[0]):
@@ -119,7 +119,7 @@ def show(markdown: str) -> None:
         text(markdown[end:block.start()])
         end = block.end()
         name = block.group("name")
-        options, caption = _caption(block.group("body"))
+        options, caption = block_options(block.group("body"))
         part(value(name, options.get("alt"), bool(block.group("figure"))), {name})
         if block.group("figure"):
             text(caption)

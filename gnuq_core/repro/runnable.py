@@ -28,7 +28,7 @@ from typing import Any
 
 from gnuq_core.repro.chapters import CHAPTER_TIMES, to_ipynb
 from gnuq_core.repro.files import write_atomic
-from gnuq_core.repro.glued import GLUE_BLOCK, GLUE_ROLE
+from gnuq_core.repro.glued import GLUE_BLOCK, GLUE_ROLE, block_options
 from gnuq_core.repro.paths import REPO_ROOT
 from gnuq_core.repro.repository import Repository
 
@@ -90,16 +90,6 @@ _ROLE = re.compile(r"\{(term|cite|cite:p|cite:t|numref|doc|ref)\}`([^`]+)`")
 _TARGET = re.compile(r"^\([\w-]+\)=[ \t]*\n", re.M)
 
 
-def _options(body: str) -> tuple[dict[str, str], str]:
-    """A block's ``:key: value`` option lines at its top, and the rest."""
-    options: dict[str, str] = {}
-    lines = body.splitlines()
-    while lines and re.match(r"^:[\w-]+:", lines[0]):
-        key, _, value = lines.pop(0)[1:].partition(":")
-        options[key] = value.strip()
-    return options, "\n".join(lines).strip()
-
-
 _ACCENTS = {'"': "\u0308", "'": "\u0301", "`": "\u0300", "^": "\u0302", "~": "\u0303"}
 
 
@@ -140,25 +130,25 @@ def plain_markdown(markdown: str, figures: dict[str, int], exercises: dict[str, 
     their ``:label:``; ``citations`` gives each bibliography key's text. Glue roles and
     blocks are left for `gnuq_core.repro.glued.show` (their captions numbered here)."""
     def exercise(m: re.Match[str]) -> str:
-        options, body = _options(m.group("body"))
+        options, body = block_options(m.group("body"))
         number = exercises.get(options.get("label", ""), "")
         return f"---\n**Exercise {number}: {m.group('arg').strip()}**\n\n{body}\n"
 
     def solution(m: re.Match[str]) -> str:
-        _, body = _options(m.group("body"))
+        _, body = block_options(m.group("body"))
         number = exercises.get(m.group("arg").strip(), "")
         summary = f"<summary><b>Solution to exercise {number}</b> (click to open)</summary>"
         return f"<details>{summary}\n\n{body}\n\n</details>\n"
 
     def admonition(m: re.Match[str]) -> str:
-        _, body = _options(m.group("body"))
+        _, body = block_options(m.group("body"))
         title = m.group("arg").strip() or m.group("name").capitalize()
         return "\n".join([f"> **{title}**", ">"] + [f"> {line}".rstrip() for line in body.splitlines()]) + "\n"
 
     def figure(m: re.Match[str]) -> str:
         if not m.group("figure"):
             return m.group(0)
-        options, caption = _options(m.group("body"))
+        options, caption = block_options(m.group("body"))
         number = figures[options.get("name", m.group("name"))]  # numbered by _numbering, name or glue key
         lines = [f":{k}: {v}" for k, v in options.items()] + ["", f"**Figure {number}.** {caption}"]
         return f"{m.group('fence')}{{glue:figure}} {m.group('name')}\n" + "\n".join(lines) + f"\n{m.group('fence')}"
@@ -188,9 +178,9 @@ def _numbering(markdowns: list[str]) -> tuple[dict[str, int], dict[str, int]]:
     for text in markdowns:
         for m in GLUE_BLOCK.finditer(text):
             if m.group("figure"):
-                figures[_options(m.group("body"))[0].get("name", m.group("name"))] = len(figures) + 1
+                figures[block_options(m.group("body"))[0].get("name", m.group("name"))] = len(figures) + 1
         for m in _EXERCISE.finditer(text):
-            exercises[_options(m.group("body"))[0].get("label", f"exercise-{len(exercises) + 1}")] = \
+            exercises[block_options(m.group("body"))[0].get("label", f"exercise-{len(exercises) + 1}")] = \
                 len(exercises) + 1
     return figures, exercises
 
