@@ -42,7 +42,7 @@ def status_rows(store: Store, names: list[str] | None = None) -> list[dict[str, 
     for name in names or list(registry.KINDS):
         spec = registry.get(name)
         for path in sorted((store.root / name).glob("*.jsonl")):
-            if ".rank" in path.name or ".verify-" in path.name:
+            if ".rank" in path.name or ".verify" in path.name:  # a shard, the log of an unfinished verification
                 continue
             try:
                 header, records = read_merged(path)
@@ -66,8 +66,6 @@ def _status(args: argparse.Namespace) -> int:
     store = Store(env_path("GNUQ_RESULTS_DIR") or RESULTS, label="the results store")
     if not store.root.is_dir():
         raise ValueError(f"{store.root} is not a folder: point GNUQ_RESULTS_DIR to a copy of the results store")
-    for name in args.kinds or []:
-        registry.get(name)
     rows = status_rows(store, args.kinds or None)
     for row in rows:
         print(" | ".join(f"{k}: {v}" for k, v in row.items() if v))

@@ -84,10 +84,8 @@ def _structure(stored: Any, fresh: Any, path: str = "") -> list[Deviation]:
 
 def _paired(stored: Record, fresh: Record) -> tuple[list[Deviation], list[tuple[str, Any, Any]]]:
     """Structural mismatches, and the pairs of leaves present on both sides."""
-    bad = _structure(stored, fresh)
     f = dict(leaves(fresh))
-    pairs = [(p, s, f[p]) for p, s in leaves(stored) if p in f]
-    return bad, pairs
+    return _structure(stored, fresh), [(p, s, f[p]) for p, s in leaves(stored) if p in f]
 
 
 def _tolerance_units(s: Any, f: Any, rtol: float, atol: float) -> float:

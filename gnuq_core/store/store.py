@@ -19,7 +19,6 @@ import os
 import random
 import sys
 import time
-from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -137,9 +136,7 @@ class Read:
 
 def relative(path: Path) -> str:
     """``path`` relative to the repository when it is inside it (what messages name)."""
-    with suppress(ValueError):
-        return str(path.relative_to(REPO_ROOT))
-    return str(path)
+    return str(path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path)
 
 
 def header_config(spec: registry.Kind, config: Mapping[str, Any]) -> dict[str, Any]:
@@ -199,7 +196,6 @@ class Store:
     def __repr__(self) -> str:
         return f"Store({relative(self.root)!r}, label={self.label!r})"
 
-
     @property
     def fingerprint(self) -> dict[str, Any]:
         """This process's platform (`gnuq_core.repro.fingerprint.fingerprint`)."""
@@ -236,7 +232,6 @@ class Store:
         if why:
             raise StoreDamaged(why)
         return {str(r["id"]): r for r in records}
-
 
     def items(self, kind: str | registry.Kind, config: Mapping[str, Any], ids: Sequence[str],
               recipe: Recipe | Compute, *, verify: Sample | int = 0, world: World | None = None,
@@ -323,8 +318,7 @@ class Store:
                 "status` shows what is there, and files of an older version of the kind)")
         if self.missing == "error":
             raise StoreIncomplete(text + " (GNUQ_STORE_MISSING=error)")
-        bar = "!" * 78
-        print(f"{bar}\n{text}\n{bar}", file=sys.stderr)
+        print(f"{'!' * 78}\n{text}\n{'!' * 78}", file=sys.stderr)
 
     def checks(self, kinds: Sequence[str] | None = None) -> list[Check]:
         """Every check run by this store (of ``kinds``, default all)."""

@@ -322,3 +322,32 @@ def test_a_full_verification_read_in_several_calls_reports_every_item_verified(t
     store.items(kind, {}, ids[1:4], lambda i: {"v": float(i)}, read_only=True)  # its second, on the same file
     report = json.loads(next((tmp_path / "results" / "demo").glob("*.verified.json")).read_text())
     assert (report["items"], report["of"], sorted(report["verified"])) == (4, 5, ids[:4])
+
+
+def test_a_full_verification_goes_on_on_another_platform_and_reports_which_checked_what(tmp_path: Path) -> None:
+    """A verification longer than a session resumes in the next one, whatever its CPU: the log is
+    the version's, each line names the platform that checked it, and the report counts both."""
+    kind = demo_kind()
+    ids = [str(i) for i in range(4)]
+    _store(tmp_path).items(kind, {}, ids, lambda i: {"v": float(i)})
+    calls: list[str] = []
+
+    def stopping(i: str) -> dict:
+        calls.append(i)
+        if i == "2" and calls.count("2") == 1:
+            raise KeyboardInterrupt  # the session ends here
+        return {"v": float(i)}
+
+    with pytest.raises(KeyboardInterrupt):
+        _store(tmp_path, verify_all=True).items(kind, {}, ids, stopping, read_only=True)
+    (log,) = (tmp_path / "results" / "demo").glob("*.verify.jsonl")
+    elsewhere = _store(tmp_path, verify_all=True)
+    elsewhere._fingerprint = {**elsewhere.fingerprint, "jax_isa": "SSE4_2"}
+    elsewhere.items(kind, {}, ids, stopping, read_only=True)
+    assert calls == ["0", "1", "2", "2", "3"] and not log.exists()
+    report = json.loads(next((tmp_path / "results" / "demo").glob("*.verified.json")).read_text())
+    first, second = _store(tmp_path).fingerprint_id, elsewhere.fingerprint_id
+    assert report["platforms"] == {first: ["0", "1"], second: ["2", "3"]} and report["items"] == 4
+    from gnuq_core.store.verify import describe_report
+
+    assert f"{first} (2), {second} (2): 4 of 4 items" in describe_report(_file(tmp_path))
