@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-__all__ = ["SIGINT_EXIT", "BAD_INPUT_EXIT", "EXTRA_OF_MODULE", "OptionError", "UsageError", "InputTypeError",
+__all__ = ["SIGINT_EXIT", "BAD_INPUT_EXIT", "PEER_LOST_EXIT", "PeerLost", "EXTRA_OF_MODULE", "OptionError", "UsageError", "InputTypeError",
            "OneLineParser", "run_command", "Rule", "OPTIONS", "MAX_THREADS", "MAX_SIZE", "flag", "group_list",
            "groups_value", "one_group", "output_path", "finite_problem", "size_problem"]
 
@@ -53,6 +53,8 @@ memory or days of compute on the machines gnuq targets."""
 SIGINT_EXIT = 130
 """128 + SIGINT: what shells report for a command stopped by Ctrl-C."""
 BAD_INPUT_EXIT = 2
+PEER_LOST_EXIT = 3
+"""Exit status of a rank whose peer died: not bad input (2), not a bug (1)."""
 
 EXTRA_OF_MODULE: dict[str, str] = {
     **dict.fromkeys(("jax", "jaxlib", "numpyro", "arviz"), "bayes"),
@@ -114,6 +116,11 @@ def size_problem(value: Any) -> str | None:
     return None
 
 
+class PeerLost(RuntimeError):
+    """Another rank of a sharded run (`gnuq_core.repro.shards`) died; the entry points print
+    one line and exit with `PEER_LOST_EXIT`."""
+
+
 def run_command(body: Callable[[], int], *, interrupted: str | Callable[[], str] = "interrupted",
                 bad_input: tuple[type[BaseException], ...] = (), message: Callable[[BaseException], str] = str) -> int:
     """Run one command of an entry point under the entry points' one error policy.
@@ -125,8 +132,8 @@ def run_command(body: Callable[[], int], *, interrupted: str | Callable[[], str]
       `BAD_INPUT_EXIT`;
     - a module of an extra that is not installed (:data:`EXTRA_OF_MODULE`) prints the install
       line of that extra and returns `BAD_INPUT_EXIT`;
-    - a ``torchrun`` rank that lost its peer (`gnuq_core.repro.shards.PeerLost`) prints its line
-      and returns `~gnuq_core.repro.shards.PEER_LOST_EXIT`;
+    - a ``torchrun`` rank that lost its peer (`PeerLost`) prints its line and returns
+      `PEER_LOST_EXIT`;
     - Ctrl-C prints ``interrupted`` (what was kept, how to resume) and returns `SIGINT_EXIT`;
     - a reader that closed the pipe (``| head``) ends the output quietly (status 0);
     - anything else is a bug: its traceback propagates (exit status 1).
@@ -151,8 +158,6 @@ def run_command(body: Callable[[], int], *, interrupted: str | Callable[[], str]
         print(interrupted() if callable(interrupted) else interrupted, file=sys.stderr)
         return SIGINT_EXIT
     except Exception as err:  # noqa: BLE001 - sorted below; a bug is raised again
-        from gnuq_core.repro.shards import PEER_LOST_EXIT, PeerLost  # here: shards imports this module
-
         if isinstance(err, PeerLost):
             print(f"error: {err}", file=sys.stderr)
             return PEER_LOST_EXIT

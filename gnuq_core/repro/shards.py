@@ -36,10 +36,10 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from gnuq_core.options import OPTIONS
+from gnuq_core.options import OPTIONS, PeerLost
 from gnuq_core.repro.records import ConfigMismatch, RecordFile, canonical_config, read_records
 
-__all__ = ["World", "ShardLocked", "PeerLost", "PEER_LOST_EXIT", "world_from_env", "rank_device", "distributed", "shard_path", "shard_paths", "locked",
+__all__ = ["World", "ShardLocked", "world_from_env", "rank_device", "distributed", "shard_path", "shard_paths", "locked",
            "read_merged", "merge_shards", "writer"]
 
 _SHARD = re.compile(r"\.rank(\d+)of(\d+)$")
@@ -50,15 +50,6 @@ BARRIER_TIMEOUT = timedelta(days=7)
 
 class ShardLocked(ValueError):
     """Another process is writing the shard (or a job still holds it)."""
-
-
-class PeerLost(RuntimeError):
-    """Another rank of a sharded run died; the entry points print one line and exit with
-    `PEER_LOST_EXIT`."""
-
-
-PEER_LOST_EXIT = 3
-"""Exit status of a rank whose peer died: not bad input (2), not a bug (1)."""
 
 
 @dataclass(frozen=True)

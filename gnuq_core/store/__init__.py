@@ -7,11 +7,13 @@ in every build; what "agrees" means is declared with each kind:
 - `contracts`: exact (a tolerance on any machine) and chaotic (bit-identical on the
   platform that made an item, a statistical rule elsewhere);
 - `gnuq_core.repro.fingerprint`, `gnuq_core.repro.threads`: the platform and BLAS threads an item was made under;
-- `store`: the one interface, :meth:`Store.items` (`open_store` picks the store per profile);
-- `verify`: check every stored item of a file, not a sample. Command line: ``gnuq store {status,verify,simulate}``.
+- `verify`: the checks: one stored item recomputed under its contract, a build's sample, every
+  item of a file (a full verification);
+- `store`: the one interface, :meth:`Store.items` (`open_store` picks the store per profile).
+  Command line: ``gnuq store {status,verify,simulate}``.
 """
 
-from gnuq_core.store.store import (Check, Recipe, ResultsDisagree, Sample, Store, StoreDamaged, StoreIncomplete,
-                                   open_store)
+from gnuq_core.store.store import Store, StoreDamaged, StoreIncomplete, open_store
+from gnuq_core.store.verify import Check, Recipe, ResultsDisagree, Sample
 
 __all__ = ["Store", "open_store", "Recipe", "Sample", "ResultsDisagree", "StoreIncomplete", "StoreDamaged", "Check"]

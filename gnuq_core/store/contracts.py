@@ -61,8 +61,7 @@ def _number(v: Any) -> bool:
 
 
 def _missing(v: Any) -> bool:
-    """Stored files hold NaN and inf as null."""
-    return v is None or (isinstance(v, float) and not math.isfinite(v))
+    return v is None or (isinstance(v, float) and not math.isfinite(v))  # stored files hold NaN and inf as null
 
 
 def _structure(stored: Any, fresh: Any, path: str = "") -> list[Deviation]:

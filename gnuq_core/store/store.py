@@ -3,52 +3,41 @@
     store = open_store(profile)     # the results store (paper edition) or the local cache (previews)
     records = store.items("nuts_reference", config, ids, Recipe(compute, fresh=...), verify=2)
 
-An item is one JSON line in ``<root>/<kind>/<key>.jsonl``, ``key`` a hash of the kind, its
-version (`gnuq_core.store.kinds`) and the configuration. A call reads what is stored and
-checks the file (:func:`damage`: header, finite numbers), recomputes a :class:`Sample` of the
-stored items and compares them under the kind's contract (:func:`check_item`; every item
-with ``verify_all``, `gnuq_core.store.verify`), then computes what is missing and appends
-it (resumable; sharded with a `~gnuq_core.repro.shards.World`), each record stamped with
-the platform that made it. `gnuq_core.chapters.base.store_words` states all that on the page.
+An item is one JSON line in ``<root>/<kind>/<key>.jsonl``, ``key`` a hash of the kind, its version
+(`gnuq_core.store.kinds`) and the configuration. A call reads what is stored and checks the file
+(:func:`damage`: header, finite numbers) and a sample of its items (every item with ``verify_all``;
+`gnuq_core.store.verify`), then computes what is missing and appends it (resumable; sharded with a
+`~gnuq_core.repro.shards.World`), stamped with the platform that made it.
+`gnuq_core.chapters.base.store_words` states all that on the page.
 """
 
 from __future__ import annotations
 
 import math
 import os
-import random
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
-from gnuq_core.repro.keys import canonical, config_key, plain, rounded, without
+from gnuq_core.repro.keys import canonical, config_key, plain, rounded
 from gnuq_core.repro.paths import REPO_ROOT, cache_dir, env_path
 from gnuq_core.repro.provenance import is_paper_edition, run_parameters
 from gnuq_core.repro.shards import World, read_merged, writer
 from gnuq_core.repro.fingerprint import fingerprint, fingerprint_id, register, registered
-from gnuq_core.repro.threads import blas_thread_variants, blas_threads
+from gnuq_core.repro.threads import blas_threads
 from gnuq_core.store import kinds as registry
-from gnuq_core.store.contracts import Chaotic, Context, Deviation, field_pattern, leaves, worst
+from gnuq_core.store.contracts import field_pattern, leaves
+from gnuq_core.store.verify import (Check, Compute, Recipe, ResultsDisagree, Sample, check_item, disagreement,
+                                     relative, verify_file)
 
-__all__ = ["ResultsDisagree", "StoreIncomplete", "StoreDamaged", "Recipe", "Sample", "Check", "Read", "Store",
-           "open_store", "check_item", "disagreement", "RESULTS"]
+__all__ = ["StoreIncomplete", "StoreDamaged", "Read", "Store", "open_store", "damage", "RESULTS"]
 
 RESULTS = REPO_ROOT / "results"
 """The repository's results store."""
 
 FINGERPRINTS = "fingerprints.jsonl"
 MISSING_POLICIES = ("compute", "warn", "error")
-
-Compute = Callable[[str], dict[str, Any]]
-FromOutputs = Callable[[str, dict[str, Any], Mapping[str, dict[str, Any]]], dict[str, Any]]
-"""``(id, stored record, every stored record by id) -> record``: the part of an item that is exact
-given stored chaotic outputs (its own, or another item's such as a stored trained network)."""
-
-
-class ResultsDisagree(AssertionError):
-    """A recomputed item differs from its stored result by more than its kind's contract allows."""
 
 
 class StoreIncomplete(RuntimeError):
@@ -57,68 +46,6 @@ class StoreIncomplete(RuntimeError):
 
 class StoreDamaged(ValueError):
     """A stored file whose header or numbers cannot be what its kind and name say."""
-
-
-@dataclass(frozen=True)
-class Recipe:
-    """How one call's items are made: ``compute`` (``id -> record``, JSON-able) a missing one;
-    ``fresh`` one from scratch for the check (default ``compute``); ``from_outputs`` (`FromOutputs`)
-    the fields that are exact given the stored chaotic outputs (a `GivenInputs` contract
-    elsewhere); ``variants`` (``(id, stored record) -> records``) under the settings it may have
-    been made with (thread counts): on the platform that made it the check passes if one agrees."""
-
-    compute: Compute
-    fresh: Compute | None = None
-    from_outputs: FromOutputs | None = None
-    variants: Callable[[str, dict[str, Any]], Iterable[dict[str, Any]]] | None = None
-
-
-@dataclass(frozen=True)
-class Sample:
-    """Which stored items a build recomputes from scratch.
-
-    The items of ``always`` (what the page quotes, when a random draw could miss it), then ``n``
-    more drawn with ``seed`` among ``pool`` (default: every id asked for) and among the stored
-    records ``among`` accepts; ``words`` states that rule on the page when it is not "at random
-    among all".
-    """
-
-    n: int = 0
-    pool: Sequence[str] | None = None
-    among: Callable[[dict[str, Any]], bool] | None = None
-    seed: int = 0
-    words: str = ""
-    always: Sequence[str] = ()
-
-    def draw(self, ids: Sequence[str], stored: Mapping[str, dict[str, Any]]) -> list[str]:
-        """The stored items this sample checks, among ``ids``: ``always`` first, then the draw."""
-        first = [i for i in self.always if i in stored]
-        pool = [i for i in (self.pool if self.pool is not None else ids)
-                if i in stored and i not in first and (self.among is None or self.among(stored[i]))]
-        return first + random.Random(self.seed).sample(pool, min(self.n, len(pool)))
-
-
-@dataclass
-class Check:
-    """One stored item recomputed and compared under its kind's contract."""
-
-    kind: str
-    file: str
-    item: str
-    contract: str
-    rule: str
-    made_on: str | None
-    checked_on: str
-    same_platform: bool
-    compared: int
-    worst: Deviation | None
-    passed: bool
-    seconds: float
-
-    @property
-    def largest(self) -> float:
-        """The largest deviation in the contract's units (0 when nothing differed)."""
-        return 0.0 if self.worst is None else float(self.worst.units)
 
 
 @dataclass
@@ -132,11 +59,6 @@ class Read:
     computed: int
     checks: list[Check] = field(default_factory=list)
     rule: str = ""
-
-
-def relative(path: Path) -> str:
-    """``path`` relative to the repository when it is inside it (what messages name)."""
-    return str(path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path)
 
 
 def header_config(spec: registry.Kind, config: Mapping[str, Any]) -> dict[str, Any]:
@@ -270,9 +192,7 @@ class Store:
         self.reads.append(read)
         stored = dict(existing)
         if self.check and (self.verify_all is True or spec.name in (self.verify_all or ())):
-            from gnuq_core.store.verify import verify_file  # here: verify imports this module
-
-            read.checks += verify_file(self, spec, path, stored, [i for i in order if i in stored], recipe, sample,
+            read.checks += verify_file(self.fingerprint_id, spec, path, stored, [i for i in order if i in stored], recipe, sample,
                                        world, progress)
         elif self.check and world.rank == 0:
             for item in sample.draw(order, stored):
@@ -323,66 +243,6 @@ class Store:
     def checks(self, kinds: Sequence[str] | None = None) -> list[Check]:
         """Every check run by this store (of ``kinds``, default all)."""
         return [c for r in self.reads if kinds is None or r.kind in kinds for c in r.checks]
-
-
-def check_item(spec: registry.Kind, path: Path, item: str, stored_records: Mapping[str, dict[str, Any]],
-               platform: str, recipe: Recipe, *, exact_part: bool = False) -> Check:
-    """Recompute one stored item and compare it under its kind's contract (no exception: see ``passed``).
-
-    ``stored_records`` are every stored record of ``path`` by id (the seed-spread rule uses them
-    all), ``platform`` this process's fingerprint id. With ``exact_part`` only the part that is
-    exact given the stored outputs is recomputed (``recipe.from_outputs``) and compared under the
-    kind's foreign `GivenInputs` rule whatever the platform (`gnuq_core.store.verify`).
-    """
-    t0 = time.perf_counter()
-    stored_full = stored_records[item]
-    made_on = (stored_full.get("_made") or {}).get("fp")
-    same = made_on == platform
-    drop = ("type", "id", "_made", *spec.ignore)
-    view = spec.view or (lambda record: record)
-    stored = view(without(stored_full, drop))
-    context = Context(stored_records=[view(without(r, drop)) for r in stored_records.values()])
-    contract = spec.contract
-    use_inputs = exact_part or contract.needs_inputs(same)
-    if use_inputs:
-        if recipe.from_outputs is None:
-            raise ValueError(f"{spec.name}: checking item {item} from its stored outputs needs Recipe.from_outputs")
-        attempts: Iterable[dict[str, Any]] = iter([recipe.from_outputs(item, stored_full, stored_records)])
-    elif same and recipe.variants is not None:
-        attempts = recipe.variants(item, stored_full)
-    elif same:
-        attempts = blas_thread_variants(recipe.fresh or recipe.compute, item, stored_full)
-    else:
-        attempts = iter([(recipe.fresh or recipe.compute)(item)])
-    found: list[Deviation] | None = None
-    for fresh in attempts:  # lazily: the first variant that agrees ends the check
-        fresh_plain = view(without(plain(fresh), spec.ignore))
-        if use_inputs and isinstance(contract, Chaotic):
-            devs = contract.foreign.compare(stored, fresh_plain, context)
-        else:
-            devs = contract.compare(stored, fresh_plain, same and not use_inputs, context)
-        top_units = max((d.units for d in devs), default=0.0)
-        if found is None or top_units <= 1:
-            found = devs
-        if top_units <= 1:
-            break
-    devs = found or []
-    top = worst(devs)
-    rule = contract.foreign.rule() if use_inputs and isinstance(contract, Chaotic) else contract.rule(same)
-    return Check(spec.name, relative(path), item, contract.name, rule, made_on, platform, same, len(devs), top,
-                 top is None or top.units <= 1, time.perf_counter() - t0)
-
-
-def disagreement(check: Check, spec: registry.Kind) -> str:
-    """The one-line message of a failed check: the file, the item, the field, both values, what to do."""
-    where = "the platform that made it" if check.same_platform else (
-        f"another platform than the one that made it ({check.made_on or 'not recorded'})")
-    worst_text = check.worst.text() if check.worst else "nothing compared"
-    return (f"{check.file}: item {check.item} recomputed differently on {where}, breaking the {check.contract} "
-            f"contract ({check.rule}); largest deviation: {worst_text}. If the code changed what {spec.name} stores, "
-            f"bump its version in gnuq_core/store/kinds.py and recompute; if nothing changed, the stored item was "
-            f"altered (`git diff {check.file}`) or this platform computes differently (`gnuq store verify "
-            f"{spec.name} --all` checks every item; report it with `gnuq store status`).")
 
 
 def open_store(profile: str | None = None, *, root: str | Path | None = None) -> Store:

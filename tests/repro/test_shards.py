@@ -139,7 +139,8 @@ def test_a_shard_killed_before_its_header_holds_nothing(tmp_path):
 
 PEER_SCRIPT = """
 import os, sys
-from gnuq_core.repro.shards import PeerLost, distributed
+from gnuq_core.options import PeerLost
+from gnuq_core.repro.shards import distributed
 with distributed("cpu") as world:
     if world.rank == 1:
         os._exit(9)  # killed: never reaches the barrier
