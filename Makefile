@@ -5,6 +5,7 @@
 #                              (full: the paper edition, from the results store; quick: a preview)
 #   make chapter NB=01 [PROFILE=full]    execute one chapter into book/_generated/
 #   make html                  build the book from the chapters already executed
+#   make check                 the inner loop: unit tests without the book, browser or processes (< 5 min)
 #   make test                  the test suite (unit tests, smoke-profile book, browser check)
 #   make bench                 the efficiency benchmark and records/hour (writes bench/results.json)
 #   make clean                 remove build outputs (keeps .venv and the result cache)
@@ -26,10 +27,10 @@ export TRANSFORMERS_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 export PYTHONHASHSEED ?= 0
 
-.PHONY: help setup book chapter chapters html test bench clean repository
+.PHONY: help setup book chapter chapters html check test bench clean repository
 
 help:
-	@sed -n '2,11p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,12p' Makefile | sed 's/^# \{0,1\}//'
 
 setup: $(SETUP_STAMP) $(MATHJAX) chromium
 
@@ -87,6 +88,11 @@ html: setup repository
 
 book: chapters
 	$(MAKE) --no-print-directory html
+
+# Every test that starts a process carries the subprocess mark; under GNUQ_CHECK=1 an unmarked
+# one fails, so the marks stay true (tests/conftest.py).
+check: setup
+	GNUQ_CHECK=1 $(PY) -m pytest -q -n auto -m "not book and not browser and not subprocess" --durations=10
 
 test: setup
 	$(PY) -m pytest --durations=25

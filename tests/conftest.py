@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -58,3 +59,27 @@ def smoke_book(tmp_path_factory: pytest.TempPathFactory) -> Path:
     build = build_book(root)
     assert build.returncode == 0, f"book build failed:\n{build.stdout[-5000:]}\n{build.stderr[-3000:]}"
     return root / "_build" / "html"
+
+
+QUICK_PROBES = {"git", "pandoc"}
+"""Programs the library itself asks a version or a commit (provenance, notebook conversion):
+milliseconds, allowed in ``make check``."""
+
+
+@pytest.fixture(autouse=True)
+def _a_process_needs_its_mark(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under ``make check`` (``GNUQ_CHECK=1``) a test that starts a process fails unless it carries
+    the ``subprocess`` mark, which ``make check`` leaves to ``make test``: the marks stay true."""
+    if os.environ.get("GNUQ_CHECK") != "1" or request.node.get_closest_marker("subprocess"):
+        return
+
+    real = subprocess.Popen.__init__
+
+    def refuse(self: subprocess.Popen, args: Any, *rest: Any, **kw: Any) -> None:
+        program = Path(str(args[0] if isinstance(args, (list, tuple)) else args).split()[0]).name
+        if program in QUICK_PROBES:
+            return real(self, args, *rest, **kw)
+        raise AssertionError(f"this test starts a process ({str(args)[:80]}): mark it @pytest.mark.subprocess "
+                             "(make check leaves such tests to make test)")
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", refuse)

@@ -183,6 +183,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+@pytest.mark.subprocess
 def test_two_qa_runs_on_one_out_and_ctrl_c(folders, tmp_path):
     """Two real processes on one --out: the second is refused naming the first; Ctrl-C keeps what was written."""
     import signal
@@ -343,6 +344,7 @@ def test_a_model_with_its_own_code_names_the_cli_flag(tmp_path, capsys):
     assert "trust_remote_code=True" not in err and "hf.co" not in err
 
 
+@pytest.mark.subprocess
 def test_an_output_encoding_without_the_characters_falls_back_to_escapes(folders):
     import subprocess
     import sys

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import tomllib
 
+import pytest
 import yaml
 
 from gnuq_core.repro.paths import REPO_ROOT
@@ -58,6 +59,7 @@ def test_pip_install_dot_is_the_scorer_only_with_torch_a_range_and_every_package
     assert "constraints.txt" in (REPO_ROOT / "Makefile").read_text()
 
 
+@pytest.mark.subprocess
 def test_the_scorer_and_the_command_line_import_without_the_extras() -> None:
     """What `pip install .` gives is enough for the front door, the scorer and `gnuq --version`
     (the extras' modules are made unimportable here); a command that needs an extra says which."""

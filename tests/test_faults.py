@@ -258,6 +258,7 @@ SHELL = [
 ]
 
 
+@pytest.mark.subprocess
 def test_bad_input_through_the_entry_points(place: dict[str, str], tmp_path: Path) -> None:
     import re
 

@@ -13,6 +13,7 @@ import pytest
 from gnuq_core.repro.paths import REPO_ROOT
 
 
+@pytest.mark.subprocess
 def test_wheel_contains_and_imports_every_subpackage(tmp_path: Path) -> None:
     src = tmp_path / "src"
     src.mkdir()
@@ -61,6 +62,7 @@ def test_the_citation_file_names_this_version_and_the_paper() -> None:
     assert arxiv in bib and cff["preferred-citation"]["title"] in bib  # the same paper the book cites
 
 
+@pytest.mark.subprocess
 def test_the_front_door_names_the_public_functions_without_importing_torch() -> None:
     code = ("import sys, gnuq_core; assert 'torch' not in sys.modules; "
             "from gnuq_core import score, score_many, torch_uncertainty, load_model, ScoreResult; "

@@ -18,6 +18,7 @@ def test_timed_returns_result_and_wall_time() -> None:
     assert 0.015 <= sec < 2.0
 
 
+@pytest.mark.subprocess
 def test_timed_cpu_counts_work_not_sleep() -> None:
     """Process CPU time counts every thread of the process, so it is measured in a fresh
     interpreter with no other threads (here, torch's pools may still spin after earlier tests)."""

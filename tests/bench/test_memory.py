@@ -21,6 +21,7 @@ def test_gradient_bytes_counts_tied_weights_once() -> None:
     assert gradient_bytes(model) == 4 * 60
 
 
+@pytest.mark.subprocess
 def test_peak_memory_sees_a_cpu_allocation_in_a_fresh_process() -> None:
     """RSS-based peak, with the exact allocator setting (done in a subprocess: it is process-wide)."""
     code = (
@@ -51,6 +52,7 @@ def test_peak_memory_cuda() -> None:
     assert pm.method == "cuda_max_allocated" and pm.peak >= 4_000_000
 
 
+@pytest.mark.subprocess
 def test_memory_profile_of_every_pass_in_a_subprocess() -> None:
     from gnuq_core.bench.config import BenchConfig
     from gnuq_core.bench.questions import build_questions, prepare_question

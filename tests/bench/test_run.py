@@ -111,6 +111,7 @@ def test_c8_from_a_run(results: dict) -> None:
     assert set(m.details) == {"random:tiny", "tiny-llama"}
 
 
+@pytest.mark.subprocess
 def test_cli_tiny_dry_run(tmp_path) -> None:
     out = tmp_path / "r.json"
     args = ["--tiny", "--models", "random:tiny", "--no-memory", "--no-profile", "--ladder", "--clusterer", "exact",

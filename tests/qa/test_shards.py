@@ -58,6 +58,7 @@ def _wait(cond, timeout: float, what: str) -> None:
         time.sleep(0.1)
 
 
+@pytest.mark.subprocess
 @pytest.mark.skipif(not TORCHRUN.exists(), reason="torchrun not installed next to python")
 def test_two_ranks_killed_resumed_and_merged_equal_one_process(model_dir, tmp_path):
     # the reference: one process, no torchrun

@@ -26,12 +26,14 @@ def test_the_fingerprint_names_the_platform() -> None:
     assert f["cpu_isa"] in fp.ISA_LEVELS and f["cpu"] in fp.describe(f)
 
 
+@pytest.mark.subprocess
 def test_importing_libraries_does_not_change_it() -> None:
     code = ("from gnuq_core.repro.fingerprint import fingerprint_id as i; a = i(); "
             "import scipy.linalg, torch, jax; print(a == i())")
     assert _in_subprocess(dict(os.environ), code) == "True"
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("name", sorted(fp.SIMULATIONS))
 def test_a_simulated_cpu_has_another_fingerprint(name: str) -> None:
     code = "import json; from gnuq_core.repro.fingerprint import fingerprint; print(json.dumps(fingerprint()))"
@@ -46,6 +48,7 @@ def test_a_simulated_cpu_has_another_fingerprint(name: str) -> None:
     assert simulated["mkl_isa"] == fp.SIMULATIONS[name]["MKL_ENABLE_INSTRUCTIONS"]
 
 
+@pytest.mark.subprocess
 def test_the_torch_level_is_what_torch_reports() -> None:
     code = ("import torch; from gnuq_core.repro.fingerprint import fingerprint; "
             "print(torch.backends.cpu.get_cpu_capability() == fingerprint()['torch_isa'])")

@@ -25,6 +25,7 @@ def test_loopback_is_allowed() -> None:
             client.connect(server.getsockname())
 
 
+@pytest.mark.subprocess
 def test_guard_reaches_subprocesses() -> None:
     code = "import socket; s = socket.socket(); s.connect(('203.0.113.1', 443))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -59,6 +59,7 @@ def _build(src: Path, builder: str) -> Path:
     return out
 
 
+@pytest.mark.subprocess
 def test_html_serves_the_narrow_rendering_to_narrow_screens(tiny_book: Path) -> None:
     out = _build(tiny_book, "html")
     html = (out / "page.html").read_text()
@@ -85,6 +86,7 @@ def test_html_serves_the_narrow_rendering_to_narrow_screens(tiny_book: Path) -> 
                     "to redraw it: gnuq chapter run page --profile full.")
 
 
+@pytest.mark.subprocess
 def test_other_builders_get_the_wide_image(tiny_book: Path) -> None:
     out = _build(tiny_book, "latex")
     tex = next(out.glob("*.tex")).read_text()

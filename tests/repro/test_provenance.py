@@ -17,6 +17,7 @@ from gnuq_core.repro.provenance import (
 )
 
 
+@pytest.mark.subprocess
 def test_record_has_every_field(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GNUQ_OUTPUT_DIR", str(tmp_path))
     monkeypatch.setenv("GNUQ_CHAPTER", "01_derivation")
@@ -32,6 +33,7 @@ def test_record_has_every_field(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert "| profile | smoke (preview) |" in text
 
 
+@pytest.mark.subprocess
 def test_footer_is_an_html_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GNUQ_OUTPUT_DIR", str(tmp_path))
     shown = []

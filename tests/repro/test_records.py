@@ -83,6 +83,7 @@ def _holder(path):
     return proc
 
 
+@pytest.mark.subprocess
 def test_second_writer_in_another_process_is_refused_naming_the_pid(tmp_path):
     from gnuq_core.repro.records import OutputLocked
 

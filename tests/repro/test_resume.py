@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from gnuq_core.repro.paths import REPO_ROOT
 from gnuq_core.repro.records import read_records
 
@@ -34,6 +36,7 @@ def _records(root: Path) -> list[dict]:
     return read_records(files[0])[1] if files else []
 
 
+@pytest.mark.subprocess
 def test_killed_run_resumes_without_loss_or_duplicates(tmp_path: Path) -> None:
     script, code, root = tmp_path / "run.py", tmp_path / "src", tmp_path / "store"
     script.write_text(SCRIPT)

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import nbformat
+import pytest
 from nbclient import NotebookClient
 
 from gnuq_core.repro import chapters as chapters_cli
@@ -38,6 +39,7 @@ def shown_text(nb) -> list[str]:
         if "text/markdown" in o.get("data", {})]
 
 
+@pytest.mark.subprocess
 def test_chapter_01_runs_in_a_fresh_kernel_outside_the_repository(tmp_path: Path, monkeypatch) -> None:
     assert not tmp_path.is_relative_to(REPO_ROOT)
     target = write_runnable(find_chapter("01"), tmp_path / "01_derivation.ipynb", profile="smoke")

@@ -153,6 +153,7 @@ with distributed("cpu") as world:
 """
 
 
+@pytest.mark.subprocess
 def test_a_rank_whose_peer_dies_gets_peer_lost_not_a_gloo_traceback(tmp_path):
     import socket
     import subprocess

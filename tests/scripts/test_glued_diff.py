@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from gnuq_core.repro.paths import REPO_ROOT
 
 SCRIPT = REPO_ROOT / "scripts" / "glued_diff.py"
@@ -24,6 +26,7 @@ def _book(folder: Path, values: dict[str, str]) -> Path:
     return folder
 
 
+@pytest.mark.subprocess
 def test_identical_books_have_no_change(tmp_path: Path) -> None:
     a = _book(tmp_path / "a", {"rho": "0.5", "n": "3"})
     b = _book(tmp_path / "b", {"rho": "0.5", "n": "3"})
@@ -31,6 +34,7 @@ def test_identical_books_have_no_change(tmp_path: Path) -> None:
     assert subprocess.run([sys.executable, str(SCRIPT), str(a), str(b)]).returncode == 0
 
 
+@pytest.mark.subprocess
 def test_changes_added_removed_and_ignored_keys_are_listed(tmp_path: Path) -> None:
     a = _book(tmp_path / "a", {"rho": "0.5", "gone": "1", "wall_seconds": "3.0"})
     b = _book(tmp_path / "b", {"rho": "0.5000001", "new": "2", "wall_seconds": "9.0"})
@@ -42,6 +46,7 @@ def test_changes_added_removed_and_ignored_keys_are_listed(tmp_path: Path) -> No
     assert run.returncode == 1 and "changed: rho" in run.stdout
 
 
+@pytest.mark.subprocess
 def test_a_folder_without_notebooks_is_a_one_line_error(tmp_path: Path) -> None:
     a = _book(tmp_path / "a", {"rho": "0.5"})
     run = subprocess.run([sys.executable, str(SCRIPT), str(a), str(tmp_path)], capture_output=True, text=True)

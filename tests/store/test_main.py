@@ -42,6 +42,7 @@ def test_status_reads_gnuq_results_dir_and_says_what_to_recompute(tmp_path, monk
     assert "2 not current" in out
 
 
+@pytest.mark.subprocess
 def test_status_under_a_closed_pipe_is_quiet(tmp_path) -> None:
     for k in range(30):
         Store(tmp_path, label="t").items("qa_mc", {"model": f"m{k}", "style": "chat"}, ["q"],
@@ -63,6 +64,7 @@ def test_bad_input_is_one_line_and_exit_2(argv, message, capsys) -> None:
     assert err.startswith("error:") and message in err and "\n" not in err
 
 
+@pytest.mark.subprocess
 def test_simulate_refuses_a_script_it_cannot_run_in_one_line(tmp_path, capsys) -> None:
     script = tmp_path / "no-shebang.sh"
     script.write_text("echo hello\n")

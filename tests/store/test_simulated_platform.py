@@ -41,6 +41,7 @@ def results(tmp_path_factory) -> Path:
     return copy
 
 
+@pytest.mark.subprocess
 @pytest.mark.skipif(cpu_isa() in ("SSE4_2", "unknown"), reason="no instruction set to simulate away on this CPU")
 def test_the_check_passes_here_and_on_a_simulated_cpu_and_an_altered_number_fails_on_both(results: Path) -> None:
     native = _check(results, None)
