@@ -7,7 +7,7 @@
     gnuq score --model smollm2-135m-instruct --prompt-file question.txt   # or - for standard input
     gnuq qa --model gemma3-270m --dataset triviaqa --limit 50 --out runs/gemma_tqa.jsonl
     gnuq chapter run 01 --profile quick       # the book's chapters (gnuq_core.repro.chapters)
-    gnuq study where --dataset triviaqa       # the QA study's store (gnuq_core.qa.study)
+    gnuq study where --dataset triviaqa       # the QA study's store (gnuq_core.chapters.campaign)
     gnuq bench --quick                        # the efficiency benchmark (gnuq_core.bench)
     gnuq store status                         # the results store (gnuq_core.store)
 
@@ -256,7 +256,7 @@ def _cmd_qa(args: argparse.Namespace) -> int:
 
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "chapter": ("gnuq_core.repro.chapters", "run or list the book's chapters with a profile (papermill)"),
-    "study": ("gnuq_core.qa.study", "the QA study's records: fill, merge, where, verify (shardable with torchrun)"),
+    "study": ("gnuq_core.chapters.campaign", "the QA study's records: fill, merge, where, verify (shardable with torchrun)"),
     "bench": ("gnuq_core.bench.__main__", "the efficiency benchmark (make bench)"),
     "store": ("gnuq_core.store.__main__", "the results store: status, verify, simulate a CPU"),
 }

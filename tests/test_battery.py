@@ -73,7 +73,7 @@ def _outside(rule: Rule) -> st.SearchStrategy[str]:
 def _entry(program: str, argv: list[str]) -> int:
     if program in ("bench", "study"):
         from gnuq_core.bench.__main__ import main as bench
-        from gnuq_core.qa.study import main as study
+        from gnuq_core.chapters.campaign import main as study
 
         try:
             return (bench if program == "bench" else study)(argv)

@@ -55,7 +55,7 @@ def place(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
                                     + json.dumps({"type": "record", "x": 1}) + "\n")
     (root / "dupdata" / "triviaqa").mkdir(parents=True)
     (root / "dupdata" / "triviaqa" / "validation.jsonl").write_text("".join(json.dumps(r) + "\n" for r in [rows[0]] * 2))
-    from gnuq_core.qa import study
+    from gnuq_core.chapters import campaign as study
     from gnuq_core.repro.shards import shard_path
 
     params = study.chapter_parameters("full", {"n_triviaqa": 2})

@@ -39,11 +39,12 @@ from gnuq_core import paper
 from gnuq_core.qa import grading, headline, readings, scores, table2, transfer, verdicts
 from gnuq_core.qa import study as qa_study
 from gnuq_core.qa.data import load_qa
+from gnuq_core.qa.engine import QAConfig
 from gnuq_core.qa.multiple_choice import load_mc, stored_mc_scores
 from gnuq_core.repro import claims
 from gnuq_core.repro import display as book
 
-__all__ = ["Params", "run", "SHORT", "DATASETS", "NAMES", "SCORE_NAMES", "CLAIM_TABLES", "short", "score_name",
+__all__ = ["Params", "qa_config", "run", "SHORT", "DATASETS", "NAMES", "SCORE_NAMES", "CLAIM_TABLES", "short", "score_name",
            "ci_text", "wide_table", "against", "chance_word", "reading_rows", "audit_labels_of", "figure_lengths",
            "figure_roc", "figure_layers", "figure_scales", "figure_scale"]
 
@@ -176,6 +177,13 @@ class _Study:
     tables: dict[tuple[str, str], pd.DataFrame] | None = None
 
 
+def qa_config(model: str, p: Params) -> QAConfig:
+    """The `~gnuq_core.qa.engine.QAConfig` chapter 06 runs ``model`` with (the key of its stored
+    records), from the chapter's parameters of the same names."""
+    return QAConfig(model=model, max_new_tokens=p.max_new_tokens, n_samples=p.n_samples, clusterer="embedding",
+                    seed=p.seed)
+
+
 def _questions(p: Params, out: Result) -> tuple[dict[str, list[Any]], dict[str, list[Any]], list[Any]]:
     """Every question of both datasets, this build's seeded subsets of them and of the MC questions."""
     all_items = {d: load_qa(d) for d in DATASETS}
@@ -199,7 +207,7 @@ def _answer(p: Params, store: Any, subsets: dict[str, list[Any]], mc_subset: lis
     for name in p.models:
         lm = load_model(name)
         theta_sq[name] = float(sum(float(t.detach().double().pow(2).sum()) for t in unique_params(lm.model)[0].values()))
-        config = qa_study.chapter_config(name, max_new_tokens=p.max_new_tokens, n_samples=p.n_samples, seed=p.seed)
+        config = qa_config(name, p)
         for d in DATASETS:
             runs[name, d] = qa_study.run_dataset(lm, subsets[d], config, progress=False, store=store,
                                                  verify=p.store_verify, read_only=not p.compute_missing)

@@ -86,7 +86,7 @@ def _verify(args: argparse.Namespace) -> int:
     env = {**os.environ, "GNUQ_STORE_VERIFY": named if args.all else "",
            "GNUQ_STORE_MISSING": os.environ.get("GNUQ_STORE_MISSING", "warn")}
     if args.target == "qa":
-        cmd = [sys.executable, "-m", "gnuq_core.qa.study", "verify", *rest]
+        cmd = [sys.executable, "-m", "gnuq_core.chapters.campaign", "verify", *rest]
         return subprocess.call(cmd, env=env)
     with tempfile.TemporaryDirectory() as out:
         chapters = registry.KINDS[args.target].chapters if args.target in registry.KINDS else (args.target,)

@@ -216,12 +216,3 @@ def test_params() -> None:
         qa.Params(embedding_judge=1)
     with pytest.raises(ChapterError, match=r"unknown parameter\(s\) n_questions"):
         qa.Params.resolve({}, {"n_questions": 3})
-
-
-def test_the_study_reads_the_chapters_parameters() -> None:
-    from gnuq_core.qa import study
-
-    assert study.chapter_parameters("full") == qa.Params().to_dict()
-    assert study.chapter_parameters("quick", {"n_triviaqa": 2})["n_triviaqa"] == 2
-    with pytest.raises(ChapterError, match="n_triviaqa=-2 must be ≥ 0"):
-        study.chapter_parameters("quick", {"n_triviaqa": -2})
