@@ -6,7 +6,7 @@
     gnuq score --model smollm2-135m-instruct "Who wrote Hamlet?" [--answer TEXT] [--json]
     gnuq score --model smollm2-135m-instruct --prompt-file question.txt   # or - for standard input
     gnuq qa --model gemma3-270m --dataset triviaqa --limit 50 --out runs/gemma_tqa.jsonl
-    gnuq chapter run 01 --profile quick       # the book's chapters (gnuq_core.repro.chapters)
+    gnuq chapter run 01 --profile quick       # the book's chapters (gnuq_core.book.runner)
     gnuq study where --dataset triviaqa       # the QA study's store (gnuq_core.chapters.campaign)
     gnuq bench --quick                        # the efficiency benchmark (gnuq_core.bench)
     gnuq store status                         # the results store (gnuq_core.store)
@@ -255,7 +255,7 @@ def _cmd_qa(args: argparse.Namespace) -> int:
 
 
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "chapter": ("gnuq_core.repro.chapters", "run or list the book's chapters with a profile (papermill)"),
+    "chapter": ("gnuq_core.book.runner", "run or list the book's chapters with a profile (papermill)"),
     "study": ("gnuq_core.chapters.campaign", "the QA study's records: fill, merge, where, verify (shardable with torchrun)"),
     "bench": ("gnuq_core.bench.__main__", "the efficiency benchmark (make bench)"),
     "store": ("gnuq_core.store.__main__", "the results store: status, verify, simulate a CPU"),
@@ -305,9 +305,9 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``gnuq`` console script (`SUBCOMMANDS` hand their arguments to their module)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] in SUBCOMMANDS:
-        module = importlib.import_module(SUBCOMMANDS[argv[0]][0])
-        return module.main(argv[1:], prog=f"gnuq {argv[0]}")
+    if argv and argv[0] in SUBCOMMANDS:  # its module's import, too, under the one error policy (a missing extra)
+        name = argv[0]
+        return run_command(lambda: importlib.import_module(SUBCOMMANDS[name][0]).main(argv[1:], prog=f"gnuq {name}"))
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     try:
         args = _parser().parse_args(argv)

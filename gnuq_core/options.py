@@ -25,9 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-__all__ = ["SIGINT_EXIT", "BAD_INPUT_EXIT", "PEER_LOST_EXIT", "PeerLost", "EXTRA_OF_MODULE", "OptionError", "UsageError", "InputTypeError",
-           "OneLineParser", "run_command", "Rule", "OPTIONS", "MAX_THREADS", "MAX_SIZE", "flag", "group_list",
-           "groups_value", "one_group", "output_path", "finite_problem", "size_problem"]
+__all__ = ["SIGINT_EXIT", "BAD_INPUT_EXIT", "PEER_LOST_EXIT", "PeerLost", "EXTRA_OF_MODULE", "OptionError",
+           "UsageError", "InputTypeError", "OneLineParser", "run_command", "Rule", "OPTIONS", "PRESET_GROUPS",
+           "MAX_THREADS", "MAX_SIZE", "flag", "group_list", "groups_value", "one_group", "output_path",
+           "finite_problem", "size_problem"]
 
 MAX_THREADS = 4 * (os.cpu_count() or 1)
 """More torch threads than four per core only oversubscribe the machine (and libgomp
@@ -53,6 +54,7 @@ memory or days of compute on the machines gnuq targets."""
 SIGINT_EXIT = 130
 """128 + SIGINT: what shells report for a command stopped by Ctrl-C."""
 BAD_INPUT_EXIT = 2
+"""Bad input (an option, a file, a model or data that cannot be used): one ``error:`` line."""
 PEER_LOST_EXIT = 3
 """Exit status of a rank whose peer died: not bad input (2), not a bug (1)."""
 
@@ -65,7 +67,6 @@ EXTRA_OF_MODULE: dict[str, str] = {
     "laplace": "crosscheck", "lm_polygraph": "polygraph",
 }
 """Which extra of ``pip install 'gnuq[...]'`` brings a module that `pip install gnuq` does not."""
-"""Bad input (an option, a file, a model or data that cannot be used): one ``error:`` line."""
 
 
 class OptionError(ValueError):
@@ -295,10 +296,13 @@ def flag(rule: str | Rule, *, integer: bool | None = None) -> Callable[[str], An
     return parse
 
 
+PRESET_GROUPS = ("all", "no_embeddings", "last_block", "lm_head", "embeddings", "per_block")
+"""The named parameter groups of a causal LM's epistemic term (`gnuq_core.lm.anatomy` splits a model
+into them)."""
+
+
 def group_list(text: str) -> str:
     """``--groups``: one preset parameter group or several, comma-separated; each checked."""
-    from gnuq_core.lm.anatomy import PRESET_GROUPS  # here: `gnuq --help` starts without torch
-
     names = [g.strip() for g in text.split(",")]
     if not text.strip() or any(not g for g in names):
         raise argparse.ArgumentTypeError(f"{text!r} names no group: use one of {', '.join(PRESET_GROUPS)} "

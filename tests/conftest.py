@@ -52,7 +52,7 @@ def smoke_book(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if os.environ.get("GNUQ_BOOK_HTML"):
         return Path(os.environ["GNUQ_BOOK_HTML"]).resolve()
     root = copy_book_sources(tmp_path_factory.mktemp("smoke_book"))
-    run = subprocess.run([sys.executable, "-m", "gnuq_core.repro.chapters", "run", "--profile", "smoke",
+    run = subprocess.run([sys.executable, "-m", "gnuq_core.book.runner", "run", "--profile", "smoke",
                           "--out", str(root / "book" / "_generated")],
                          capture_output=True, text=True, timeout=1800, cwd=REPO_ROOT)
     assert run.returncode == 0, f"a chapter failed in the smoke profile:\n{run.stdout[-5000:]}\n{run.stderr[-5000:]}"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gnuq_core.repro import chapters
-from gnuq_core.repro.chapters import ChapterError
+from gnuq_core.book import runner as chapters
+from gnuq_core.repro.profiles import ChapterError
 
 
 def test_unknown_profile() -> None:

@@ -253,7 +253,7 @@ damaged_profiles = st.one_of(
 def test_a_damaged_profile_is_one_line(content: bytes, capfd: pytest.CaptureFixture[str],
                                        monkeypatch: pytest.MonkeyPatch,
                                        tmp_path_factory: pytest.TempPathFactory) -> None:
-    from gnuq_core.repro import chapters
+    from gnuq_core.repro import profiles as chapters
 
     folder = tmp_path_factory.mktemp("profiles")
     (folder / "bad.yml").write_bytes(content)

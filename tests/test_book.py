@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gnuq_core.repro import display
-from gnuq_core.repro.chapters import chapters
+from gnuq_core.repro.profiles import chapters
 from gnuq_core.repro.toc import toc_chapters, toc_files
 
 pytestmark = pytest.mark.book

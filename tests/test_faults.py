@@ -214,10 +214,10 @@ def _snapshot(folder: str) -> dict[str, bytes]:
 
 def _call(program: str, argv: list[str]) -> int:
     from gnuq_core.cli import main as gnuq
-    from gnuq_core.repro.chapters import main as chapters
+    from gnuq_core.book.runner import main as chapters
 
     from gnuq_core.bench.__main__ import main as bench
-    from gnuq_core.qa.study import main as study
+    from gnuq_core.chapters.campaign import main as study
 
     try:
         return {"gnuq": gnuq, "chapters": chapters, "bench": bench, "study": study}[program](argv)
@@ -251,7 +251,7 @@ SHELL = [
                            "--data-dir", "{data}", "--out", "{out}", "--limit", "-1"], r"--limit: must be ≥ 0"),
     ("score-prompt-bytes", [sys.executable, "-m", "gnuq_core.cli", "score", "--model", "{chat}", b"caf\xe9?"],
      r"prompt is not valid UTF-8 text \(byte 0xe9"),
-    ("chapter-out-of-range", [sys.executable, "-m", "gnuq_core.repro.chapters", "run", "01", "--out", "{book}",
+    ("chapter-out-of-range", [sys.executable, "-m", "gnuq_core.book.runner", "run", "01", "--out", "{book}",
                               "--set", "n_mc=-5"], r"n_mc=-5 must be ≥ 1"),
     ("usage", [sys.executable, "-m", "gnuq_core.cli", "qa", "--model", "{chat}"],
      r"^error: the following arguments are required: --dataset, --out \(see gnuq qa --help\)$"),

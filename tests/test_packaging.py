@@ -41,10 +41,10 @@ def test_wheel_contains_and_imports_every_subpackage(tmp_path: Path) -> None:
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
     # the chapter sources travel too: an installed gnuq lists its chapters and writes a runnable one
     env = {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
-    listed = subprocess.run([sys.executable, "-m", "gnuq_core.repro.chapters", "list"], cwd=tmp_path,
+    listed = subprocess.run([sys.executable, "-m", "gnuq_core.book.runner", "list"], cwd=tmp_path,
                             capture_output=True, text=True, env=env)
     assert listed.returncode == 0 and "01_derivation" in listed.stdout and "90_claims_ledger" in listed.stdout
-    wrote = subprocess.run([sys.executable, "-m", "gnuq_core.repro.chapters", "runnable", "01", "--out",
+    wrote = subprocess.run([sys.executable, "-m", "gnuq_core.book.runner", "runnable", "01", "--out",
                             str(tmp_path / "nb")], cwd=tmp_path, capture_output=True, text=True, env=env)
     assert wrote.returncode == 0 and (tmp_path / "nb" / "01_derivation.ipynb").exists(), wrote.stderr
 

@@ -19,7 +19,7 @@ TIME_DEPENDENT = {"build_time", "build_commit", "build_dirty"}
 @pytest.mark.skipif(bool(os.environ.get("GNUQ_BOOK_HTML")), reason="checks a freshly executed smoke book")
 def test_derivation_chapter_twice_gives_identical_numbers(smoke_book: Path, tmp_path: Path) -> None:
     first = smoke_book.parent.parent / "book" / "_generated" / "01_derivation.ipynb"
-    run = subprocess.run([sys.executable, "-m", "gnuq_core.repro.chapters", "run", "01", "--profile", "smoke",
+    run = subprocess.run([sys.executable, "-m", "gnuq_core.book.runner", "run", "01", "--profile", "smoke",
                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=900, cwd=REPO_ROOT)
     assert run.returncode == 0, run.stderr[-3000:]
     a, b = glued_text(first), glued_text(tmp_path / "01_derivation.ipynb")

@@ -1,10 +1,10 @@
 """Sphinx extension: executed chapters read as book pages (narrative first, with a banner).
 
 For every ``.ipynb`` page, the notebook text Sphinx reads goes through
-:func:`gnuq_core.repro.pages.prepare_notebook`: parameter cells removed, code inputs
+:func:`gnuq_core.book.pages.prepare_notebook`: parameter cells removed, code inputs
 hidden unless tagged, and the profile banner (from ``<chapter>.provenance.json`` beside
 the notebook) under the title, with links to the chapter's Jupytext source and to a
-notebook that runs outside a checkout (`gnuq_core.repro.runnable`, written beside the
+notebook that runs outside a checkout (`gnuq_core.book.runnable`, written beside the
 executed one). The executed notebook on disk is not changed.
 
 A published copy names its repository in ``GNUQ_REPOSITORY_URL``
@@ -18,10 +18,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from gnuq_core.repro.pages import prepare_notebook
+from gnuq_core.book.pages import prepare_notebook
 from gnuq_core.repro.provenance import load_record
 from gnuq_core.repro.repository import RepositoryError, published_repository, theme_options
-from gnuq_core.repro.runnable import write_runnable
+from gnuq_core.book.runnable import write_runnable
 
 
 def _prepare(app: Any, docname: str, source: list[str]) -> None:

@@ -26,6 +26,7 @@ from gnuq_core.options import OPTIONS, Rule, finite_problem, size_problem
 from gnuq_core.repro.display import BookFigure
 from gnuq_core.repro.fingerprint import describe as describe_fingerprint
 from gnuq_core.repro.glued import glue
+from gnuq_core.repro.profiles import ChapterError, load_profile
 
 __all__ = ["ChapterError", "ChapterParams", "Result", "param", "glue", "glue_values", "glue_figure", "profile_values",
            "COUNT", "NONNEG"]
@@ -66,10 +67,6 @@ def _same_type(default: Any, value: Any) -> bool:
     if isinstance(default, float):
         return isinstance(value, (int, float))
     return isinstance(value, type(default))
-
-
-class ChapterError(ValueError):
-    """A chapter, profile or parameter that cannot be used, with a message saying why."""
 
 
 @dataclass(frozen=True)
@@ -117,8 +114,6 @@ class ChapterParams:
     @classmethod
     def for_profile(cls: type[P], profile: str, overrides: Mapping[str, Any] | None = None) -> P:
         """`resolve` with this chapter's entry of profile file ``profile`` (``gnuq_core/profiles``)."""
-        from gnuq_core.repro.chapters import load_profile  # here: that module imports the chapters (a cycle)
-
         return cls.resolve(load_profile(profile).get(cls.CHAPTER, {}), overrides)
 
     def to_dict(self) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from gnuq_core.chapters.qa import Params, qa_config
 from gnuq_core.options import OneLineParser, flag, output_path, run_command
 from gnuq_core.qa.data import load_qa
 from gnuq_core.qa.study import run_dataset, select_items, store_config
-from gnuq_core.repro.chapters import parse_overrides
+from gnuq_core.repro.profiles import parse_overrides
 from gnuq_core.repro.shards import distributed, merge_shards, rank_device, read_merged, shard_paths
 from gnuq_core.store import ResultsDisagree, Store, open_store
 

@@ -803,7 +803,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m gnuq_core.chapter
     ``--profile`` (default full: the results store), resumable, sharded under ``torchrun
     --nproc-per-node N`` (each rank one thread)."""
     from gnuq_core.options import OneLineParser, flag, run_command
-    from gnuq_core.repro.chapters import parse_overrides
+    from gnuq_core.repro.profiles import parse_overrides
     from gnuq_core.repro.shards import distributed
     from gnuq_core.store import ResultsDisagree, open_store
 

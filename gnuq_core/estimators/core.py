@@ -30,6 +30,9 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from gnuq_core.arguments import real, real_list
+from gnuq_core.options import InputTypeError
+
 __all__ = [
     "unique_params",
     "select",
@@ -99,21 +102,12 @@ class Uncertainty(NamedTuple):
 
 
 def _number(value: Any, argument: str) -> float:
-    """``value`` as a float, or `gnuq_core.lm.validate.real`'s one error naming ``argument``
-    (imported on the rare way there: this core imports no package at load)."""
-    if type(value) is float:
-        return value
-    from gnuq_core.lm.validate import real
-
-    return real(value, argument)
+    """``value`` as a float, or `gnuq_core.arguments.real`'s one error naming ``argument``."""
+    return value if type(value) is float else real(value, argument)
 
 
 def _numbers(value: Any, argument: str) -> list[float]:
-    """``value`` as a list of floats (`gnuq_core.lm.validate.real_list`)."""
-    if type(value) is list and all(type(v) is float for v in value):
-        return value
-    from gnuq_core.lm.validate import real_list
-
+    """``value`` as a list of floats (`gnuq_core.arguments.real_list`)."""
     return real_list(value, argument)
 
 
@@ -186,8 +180,6 @@ def from_log_p_and_grad_sq(
     g = _number(grad_log_p_sq, "grad_log_p_sq")
     if group_sq_norms is not None and not (isinstance(group_sq_norms, Mapping) and all(
             isinstance(k, str) for k in group_sq_norms)):
-        from gnuq_core.lm.validate import InputTypeError
-
         raise InputTypeError(f"group_sq_norms is a {type(group_sq_norms).__name__}: pass a mapping {{group name: "
                              "squared norm}} or None")
     group_sq_norms = {k: _number(v, f"group_sq_norms[{k!r}]") for k, v in (group_sq_norms or {}).items()}

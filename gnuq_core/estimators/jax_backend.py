@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gnuq_core.estimators.core import _FIX_HINT, LOG_P_TOL
+from gnuq_core.options import InputTypeError
 
 class JaxUncertainty(NamedTuple):
     """Batched uncertainty from `jax_uncertainty`: one entry per input, arrays of shape (n,).
@@ -119,8 +120,6 @@ def jax_uncertainty(
     function is itself traced (called inside `jit`/`vmap`).
     """
     if not callable(log_prob_fn):
-        from gnuq_core.lm.validate import InputTypeError
-
         raise InputTypeError(f"log_prob_fn is a {type(log_prob_fn).__name__}: pass a pure function "
                              "(params, x) -> scalar log p")
     out, raw_log_p, finite = _jax_uncertainty(log_prob_fn, params, xs)

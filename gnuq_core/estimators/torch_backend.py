@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 
 import torch
 
+from gnuq_core.arguments import flag
 from gnuq_core.estimators.core import (
     _FIX_HINT,
     LOG_P_TOL,
@@ -17,6 +18,7 @@ from gnuq_core.estimators.core import (
     unique_params,
 )
 from gnuq_core.estimators.hooks import hooked_sq_norms, raise_if_non_finite
+from gnuq_core.options import InputTypeError
 
 # --------------------------------------------------------------------------- PyTorch
 
@@ -69,8 +71,6 @@ def torch_uncertainty(
         checkpointing with a parameter shared across segments): the per-piece squares
         would not add up to the squared norm; use ``use_reentrant=False``.
     """
-    from gnuq_core.lm.validate import InputTypeError, flag
-
     if not isinstance(model, torch.nn.Module):
         raise InputTypeError(f"model is a {type(model).__name__}, not a torch.nn.Module: pass the model whose "
                              "parameters log p depends on")

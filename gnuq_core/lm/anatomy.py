@@ -17,8 +17,7 @@ from typing import Any, TypeVar
 
 import torch
 
-
-PRESET_GROUPS = ("all", "no_embeddings", "last_block", "lm_head", "embeddings", "per_block")
+from gnuq_core.options import PRESET_GROUPS
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import functools
 import math
-import numbers
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from gnuq_core.arguments import choice, flag, real, real_list
+from gnuq_core.arguments import kind_of as _kind, short_repr as _short
 from gnuq_core.options import InputTypeError
 from gnuq_core.lm.prompts import PromptError, check_text
 
@@ -35,12 +36,6 @@ __all__ = ["InputTypeError", "text_list", "one_text", "same_length", "causal_lm"
 _CAUSAL_FIX = ("load a causal (decoder-only) LM with transformers.AutoModelForCausalLM.from_pretrained(...) or "
                "gnuq_core.lm.models.load_model(...); for another kind of torch model use "
                "gnuq_core.estimators.torch_uncertainty with your own log_prob_fn")
-
-
-def _kind(value: Any) -> str:
-    """``"None"``, ``"an int"``, ``"a list"``: a value's type for a message."""
-    name = type(value).__name__
-    return "None" if value is None else f"{'an' if name[0] in 'aeiouAEIOU' else 'a'} {name}"
 
 
 def text_list(value: Any, argument: str, *, what: str = "prompt", optional: bool = False) -> list[str | None]:
@@ -105,11 +100,6 @@ def _where(argument: str, what: str) -> str:
     return "" if argument == what else f"{argument}: "
 
 
-def _short(text: Any, width: int = 24) -> str:
-    r = repr(text)
-    return r if len(r) <= width else r[:width - 4] + "...'"
-
-
 def same_length(**named: Sequence[Any]) -> int:
     """The common length of the named sequences; `ValueError` naming each length otherwise."""
     lengths = {k: len(v) for k, v in named.items()}
@@ -117,47 +107,6 @@ def same_length(**named: Sequence[Any]) -> int:
         said = " but ".join(f"{n} {k}" for k, n in lengths.items())
         raise ValueError(f"{said}: pass one of each per row, in the same order")
     return next(iter(lengths.values()), 0)
-
-
-def flag(value: Any, argument: str) -> bool:
-    """``value`` if it is a bool (``"no"`` and ``0`` are not)."""
-    if not isinstance(value, bool):
-        raise InputTypeError(f"{argument}={_short(value)} is {_kind(value)}: pass True or False")
-    return value
-
-
-def choice(value: Any, argument: str, choices: Sequence[str]) -> str:
-    """``value`` if it is one of ``choices``."""
-    if not isinstance(value, str) or value not in choices:
-        raise ValueError(f"unknown {argument} {value!r}; use one of {', '.join(map(repr, choices))}")
-    return value
-
-
-def real(value: Any, argument: str) -> float:
-    """``value`` as a float: a real number (numpy and 0-d torch scalars included), not text or a bool."""
-    if type(value) is float:
-        return value
-    if isinstance(value, (str, bytes, bool)) or value is None:
-        raise InputTypeError(f"{argument}={_short(value)} is {_kind(value)}: pass a number")
-    if isinstance(value, numbers.Real):
-        return float(value)
-    try:
-        return float(value)
-    except (TypeError, ValueError, RuntimeError):
-        raise InputTypeError(f"{argument} is {_kind(value)}, not a number: pass a float") from None
-
-
-def real_list(value: Any, argument: str) -> list[float]:
-    """``value`` as a list of floats (a list, tuple or 1-d array of real numbers)."""
-    if type(value) is list and all(type(v) is float for v in value):
-        return value
-    if isinstance(value, (str, bytes, Mapping)) or value is None:
-        raise InputTypeError(f"{argument} is {_kind(value)}: pass a list of numbers")
-    try:
-        items = list(value)
-    except TypeError:
-        raise InputTypeError(f"{argument} is {_kind(value)}: pass a list of numbers") from None
-    return [real(v, f"{argument}[{i}]") for i, v in enumerate(items)]
 
 
 def group_spec(groups: Any, argument: str = "groups") -> Any:

@@ -2,7 +2,7 @@
 
 In the book a chapter glues each one (`glue`, ``myst_nb.glue``) and its Markdown quotes it
 (``{glue:text}`rho:.2f```, a ``{glue:figure}`` block); :func:`glued_text` reads them back
-out of an executed notebook. A runnable notebook (`gnuq_core.repro.runnable`) runs in a
+out of an executed notebook. A runnable notebook (`gnuq_core.book.runnable`) runs in a
 plain Jupyter or Colab kernel, where nothing renders those roles: there `glue` keeps each
 value in this kernel (:data:`GLUED`) and :func:`show` writes the Markdown with the values
 filled in, figures displayed as PNG images and tables as HTML.

@@ -235,12 +235,12 @@ def banner_markdown(record: dict[str, Any] | None, *, source_link: str | None = 
     source_link : str, optional
         Path (relative to the page) of the chapter's Jupytext source, offered for download.
     runnable_link : str, optional
-        Path of the chapter as a notebook that runs outside a checkout (`gnuq_core.repro.runnable`).
+        Path of the chapter as a notebook that runs outside a checkout (`gnuq_core.book.runnable`).
     launch_link : str, optional
         Address that opens that notebook online (Binder), where the book names its repository
         (`gnuq_core.repro.repository`).
     course : str, optional
-        Reading time and the quick profile's run time (`gnuq_core.repro.pages.course_facts`).
+        Reading time and the quick profile's run time (`gnuq_core.book.pages.course_facts`).
     words : mapping, optional
         How to show some parameters' values (``{"n_triviaqa": "all (2,933)"}``: the chapter's
         `gnuq_core.chapters.base.ChapterParams.value_words`).

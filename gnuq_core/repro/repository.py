@@ -9,7 +9,7 @@ ever typed into this repository. With a repository named:
 - the page header gets the theme's repository and issues buttons (`theme_options`);
 - every chapter's banner links "open it in Binder" (`Repository.binder_link`): Binder
   builds the repository from ``binder/`` and its ``postBuild`` writes the chapters'
-  runnable notebooks (`gnuq_core.repro.runnable`) into `RUNNABLE_FOLDER`;
+  runnable notebooks (`gnuq_core.book.runnable`) into `RUNNABLE_FOLDER`;
 - the runnable notebook's first cell names the exact install line (`Repository.install_line`).
 """
 

@@ -90,7 +90,7 @@ def _verify(args: argparse.Namespace) -> int:
         return subprocess.call(cmd, env=env)
     with tempfile.TemporaryDirectory() as out:
         chapters = registry.KINDS[args.target].chapters if args.target in registry.KINDS else (args.target,)
-        cmd = [sys.executable, "-m", "gnuq_core.repro.chapters", "run", *chapters, "--profile", "full", "--out", out,
+        cmd = [sys.executable, "-m", "gnuq_core.book.runner", "run", *chapters, "--profile", "full", "--out", out,
                *rest]
         return subprocess.call(cmd, env=env)
 

@@ -18,7 +18,7 @@ def generated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_every_claim_has_one_existing_owner_chapter() -> None:
-    from gnuq_core.repro.chapters import NOTEBOOKS
+    from gnuq_core.repro.profiles import NOTEBOOKS
 
     for claim in CLAIMS.values():
         assert claim.owner[:2].isdigit(), claim

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gnuq_core.repro import chapters
+from gnuq_core.book import runner as chapters
 from gnuq_core.repro.paths import REPO_ROOT
 from gnuq_core.repro.repository import (
     BRANCH_ENV,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 def main(argv: list[str]) -> int:
     from gnuq_core.isotropy import proxy_stored
-    from gnuq_core.repro.chapters import chapter_parameters
+    from gnuq_core.book.runner import chapter_parameters
     from gnuq_core.store import ResultsDisagree, open_store
 
     p = chapter_parameters("02", "full")

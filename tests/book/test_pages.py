@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from gnuq_core.repro.pages import apply_cell_policy, insert_banner, parameter_words, prepare_notebook
+from gnuq_core.book.pages import apply_cell_policy, insert_banner, parameter_words, prepare_notebook
 
 
 def _nb() -> dict:
@@ -58,7 +58,8 @@ def test_the_banner_says_all_where_zero_means_all() -> None:
 
 
 def test_the_banner_states_reading_time_and_the_recorded_quick_time(tmp_path, monkeypatch) -> None:
-    from gnuq_core.repro import chapters, pages
+    from gnuq_core.book import pages, runner as chapters
+    from gnuq_core.repro import profiles
 
     words = " ".join(["word"] * 360)
     nb = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": "# Title\n" + words},
@@ -66,10 +67,10 @@ def test_the_banner_states_reading_time_and_the_recorded_quick_time(tmp_path, mo
                         {"output_type": "display_data", "data": {"image/png": "…"}},
                         {"output_type": "display_data", "data": {"text/markdown": words}}]}]}
     assert pages.reading_minutes(nb) == round((2 + 720 + 40) / pages.READING_WORDS_PER_MINUTE)
-    monkeypatch.setattr(chapters, "CHAPTER_TIMES", tmp_path / "times.json")
+    monkeypatch.setattr(profiles, "CHAPTER_TIMES", tmp_path / "times.json")
     record = {"chapter": "01_derivation", "profile": "full", "wall_time_s": 3.0, "commit": "a" * 40, "parameters": {}}
     assert "quick profile" not in pages.course_facts(nb, record)  # nothing recorded: nothing claimed
-    chapters.save_chapter_time("01_derivation", "quick", 150.0)
+    profiles.save_chapter_time("01_derivation", "quick", 150.0)
     banner = json.loads(prepare_notebook(json.dumps(nb), record))["cells"][1]["source"]
     assert "**Time:** about 4 min to read; the quick profile runs in about 2 min (measured " in banner
     with pytest.raises(chapters.ChapterError, match="--record-times records a profile's own run time"):

@@ -16,7 +16,7 @@ nothing in the output folder changes before they pass.
 
 Command line::
 
-    gnuq chapter run 01 --profile smoke [--out DIR]     # or: python -m gnuq_core.repro.chapters run ...
+    gnuq chapter run 01 --profile smoke [--out DIR]     # or: python -m gnuq_core.book.runner run ...
     gnuq chapter list
     gnuq chapter runnable [01 ...] --out DIR [--profile quick]   # notebooks that run outside a checkout
 """
@@ -26,7 +26,6 @@ from __future__ import annotations
 import ast
 import json
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -35,78 +34,13 @@ from pathlib import Path
 from typing import Any
 
 
+from gnuq_core.book.runnable import write_runnable
 from gnuq_core.chapters import module_for
-from gnuq_core.chapters.base import ChapterError
 from gnuq_core.options import OneLineParser, output_path, run_command
 from gnuq_core.repro import claims
-from gnuq_core.repro.files import DamagedFile, json_type, read_yaml_mapping, write_atomic
 from gnuq_core.repro.paths import REPO_ROOT
-from gnuq_core.repro.fingerprint import fingerprint
-
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"  # package data: an installed gnuq has its chapters
-PROFILES = Path(__file__).resolve().parents[1] / "profiles"  # package data: profiles travel with `pip install`
-CHAPTER_TIMES = PROFILES / "times.json"
-"""Each chapter's measured run time per profile (``gnuq chapter run --record-times``), which
-its page states; recorded on request only, so a build never changes a tracked file."""
-KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
-
-
-
-
-def chapters() -> list[Path]:
-    """All chapter sources ``gnuq_core/notebooks/NN_name.py``, in order."""
-    return sorted(p for p in NOTEBOOKS.glob("[0-9][0-9]_*.py"))
-
-
-def find_chapter(selector: str) -> Path:
-    """The chapter whose number or stem is ``selector`` (``"01"``, ``"01_derivation"``)."""
-    matches = [p for p in chapters() if p.stem == selector or p.stem.split("_")[0] == selector]
-    if len(matches) != 1:
-        known = ", ".join(p.stem for p in chapters())
-        raise ChapterError(f"no chapter {selector!r}; known chapters: {known}")
-    return matches[0]
-
-
-def profile_names() -> list[str]:
-    """Names of the available profiles."""
-    return sorted(p.stem for p in PROFILES.glob("*.yml"))
-
-
-def load_profile(name: str) -> dict[str, dict[str, Any]]:
-    """The parameters of profile ``name``, per chapter stem."""
-    path = PROFILES / f"{name}.yml"
-    if not path.exists():
-        raise ChapterError(f"unknown profile {name!r}; available profiles: {', '.join(profile_names())} "
-                           f"(files in {PROFILES.relative_to(REPO_ROOT) if PROFILES.is_relative_to(REPO_ROOT) else PROFILES}/)")
-    shown = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
-    fix = f"fix {shown} (see the other profiles beside it)"
-    try:
-        data = read_yaml_mapping(path, what="a profile", fix=fix)
-    except DamagedFile as err:
-        raise ChapterError(str(err)) from None
-    for stem, values in data.items():
-        if not isinstance(values, dict):
-            raise ChapterError(f"{path}: the entry {stem!r} must map parameter names to values, not be "
-                               f"{json_type(values)}: {fix}")
-    stems = {p.stem for p in chapters()}
-    unknown = sorted(str(k) for k in set(data) - stems)
-    if unknown:
-        raise ChapterError(f"profile {name!r} names chapters that do not exist: {', '.join(unknown)}; "
-                           f"known: {', '.join(sorted(stems))}")
-    return data
-
-
-def to_ipynb(source: Path, target: Path) -> Path:
-    """Convert a Jupytext percent-format ``source`` to an unpaired ipynb at ``target``."""
-    import jupytext
-
-    nb = jupytext.read(source)
-    nb.metadata["kernelspec"] = KERNELSPEC
-    nb.metadata.pop("jupytext", None)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    jupytext.write(nb, target, fmt="ipynb")
-    return target
-
+from gnuq_core.repro.profiles import (CHAPTER_TIMES, ChapterError, chapters, find_chapter, load_profile,
+                                      parse_overrides, profile_names, save_chapter_time, to_ipynb)
 
 def declared_parameters(notebook: Path) -> dict[str, Any]:
     """The ``parameters`` cell's names and default values of an ipynb."""
@@ -211,52 +145,6 @@ ONE_LINE_ERRORS = frozenset({"ResultsDisagree", "StoreDamaged", "StoreIncomplete
 missing data file, a bad parameter), not a bug: `gnuq chapter run` reports them in one line."""
 
 
-def chapter_times() -> dict[str, dict[str, dict[str, Any]]]:
-    """The measured run time of each chapter per profile (`CHAPTER_TIMES`), ``{}`` if none is recorded."""
-    return json.loads(CHAPTER_TIMES.read_text()) if CHAPTER_TIMES.exists() else {}
-
-
-def save_chapter_time(stem: str, profile: str, seconds: float) -> None:
-    """Record ``stem``'s run time in ``profile`` on this machine in `CHAPTER_TIMES` (``--record-times``)."""
-    times = chapter_times()
-    machine = fingerprint()
-    times.setdefault(profile, {})[stem] = {
-        "seconds": round(seconds, 1), "date": time.strftime("%Y-%m-%d", time.gmtime()),
-        "machine": f"{machine['cores']}-core {machine['cpu']}"}
-    write_atomic(CHAPTER_TIMES, json.dumps(times, indent=1, sort_keys=True) + "\n")
-
-
-NONFINITE_WORDS = ("inf", "infinity", "nan")
-"""Words read as floats anywhere in a ``--set`` value (any case, with YAML's leading dot too), so
-``deltas=[inf,-inf]`` reaches the range checks as numbers and is refused as not finite."""
-
-
-class _NonFinite(ast.NodeTransformer):
-    def visit_Name(self, node: ast.Name) -> ast.AST:
-        return ast.Constant(float(node.id)) if node.id.lower() in NONFINITE_WORDS else node
-
-
-def _literal(text: str) -> Any:
-    """``text`` as a Python literal in which `NONFINITE_WORDS` are floats; ValueError/SyntaxError if it is none."""
-    text = re.sub(r"(?<![\w.])\.(?=(?:inf|nan)\b)", "", text.strip(), flags=re.IGNORECASE)  # YAML's .inf, .nan
-    return ast.literal_eval(_NonFinite().visit(ast.parse(text, mode="eval")))
-
-
-def parse_overrides(pairs: list[str]) -> dict[str, Any]:
-    """``["n=3", "models=['a']"]`` -> ``{"n": 3, "models": ["a"]}`` (values are Python literals, with
-    ``inf`` and ``nan`` as numbers; a bare word is taken as a string)."""
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        name, sep, text = pair.partition("=")
-        if not sep or not name.strip():
-            raise ChapterError(f"--set {pair!r}: expected NAME=VALUE, e.g. --set n_truthfulqa=100")
-        try:
-            out[name.strip()] = _literal(text)
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            out[name.strip()] = text
-    return out
-
-
 def refuse_a_file(out_dir: Path, what: str) -> None:
     """`ChapterError` (one line) if ``--out`` names a file, not a folder for ``what``."""
     if out_dir.exists() and not out_dir.is_dir():
@@ -276,10 +164,9 @@ def make_output_folder(out_dir: Path, what: str) -> Path:
 
 def write_runnables(selectors: list[str], out_dir: Path, profile: str = "quick") -> int:
     """Write each selected chapter (default: all) as ``out_dir/<stem>.ipynb`` that runs outside a
-    checkout (`gnuq_core.repro.runnable`), naming the published repository where one is set
+    checkout (`gnuq_core.book.runnable`), naming the published repository where one is set
     (`gnuq_core.repro.repository`); print each path."""
     from gnuq_core.repro.repository import published_repository
-    from gnuq_core.repro.runnable import write_runnable
 
     load_profile(profile)  # an unknown profile is refused before anything is written
     repository = published_repository()

@@ -1,4 +1,4 @@
-"""gnuq_core.repro.runnable: a chapter runs in a fresh kernel outside the repository folder."""
+"""gnuq_core.book.runnable: a chapter runs in a fresh kernel outside the repository folder."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from gnuq_core.repro import chapters as chapters_cli
-from gnuq_core.repro.chapters import find_chapter
+from gnuq_core.book import runner as chapters_cli
+from gnuq_core.repro.profiles import find_chapter
 from gnuq_core.repro.paths import REPO_ROOT
 from gnuq_core.repro.repository import Repository
-from gnuq_core.repro.runnable import (
+from gnuq_core.book.runnable import (
     CHECKOUT_ADVICE,
     NEEDS,
     OUTPUT_FOLDER,

@@ -10,8 +10,8 @@ import pytest
 
 from gnuq_core.chapters.base import ChapterParams, param
 from gnuq_core.options import Rule
-from gnuq_core.repro import chapters
-from gnuq_core.repro.chapters import ChapterError
+from gnuq_core.book import runner as chapters
+from gnuq_core.repro.profiles import ChapterError
 
 
 def test_unknown_profile_names_the_available_ones() -> None:
@@ -75,9 +75,11 @@ def test_every_profile_fits_every_chapter(profile: str, tmp_path: Path) -> None:
 
 def test_profile_naming_a_missing_chapter_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "bad.yml").write_text("99_nothing:\n  n: 1\n")
-    monkeypatch.setattr(chapters, "PROFILES", tmp_path)
+    from gnuq_core.repro import profiles
+
+    monkeypatch.setattr(profiles, "PROFILES", tmp_path)
     with pytest.raises(ChapterError, match="99_nothing"):
-        chapters.load_profile("bad")
+        profiles.load_profile("bad")
 
 
 def test_cli_reports_errors_without_traceback(capsys: pytest.CaptureFixture[str]) -> None:
@@ -86,7 +88,7 @@ def test_cli_reports_errors_without_traceback(capsys: pytest.CaptureFixture[str]
 
 
 def test_parse_overrides_reads_literals_and_rejects_malformed_pairs():
-    from gnuq_core.repro.chapters import ChapterError, parse_overrides
+    from gnuq_core.repro.profiles import ChapterError, parse_overrides
 
     assert parse_overrides(["n_truthfulqa=100", "models=['a', 'b']", "judge=True", "name=smollm2"]) == {
         "n_truthfulqa": 100, "models": ["a", "b"], "judge": True, "name": "smollm2"}

@@ -20,7 +20,7 @@ import json
 from typing import Any
 
 from gnuq_core.chapters import module_for
-from gnuq_core.repro.chapters import chapter_times
+from gnuq_core.repro.profiles import chapter_times
 from gnuq_core.repro.provenance import banner_markdown
 
 PARAMETER_TAGS = ("parameters", "injected-parameters")
@@ -105,7 +105,7 @@ def reading_minutes(nb: dict[str, Any]) -> int:
 
 def course_facts(nb: dict[str, Any], record: dict[str, Any] | None) -> str:
     """The banner's line for a course: reading time, and the quick profile's measured run time
-    (`gnuq_core.repro.chapters.chapter_times`) where one is recorded."""
+    (`gnuq_core.repro.profiles.chapter_times`) where one is recorded."""
     text = f"about {reading_minutes(nb)} min to read"
     quick = chapter_times().get("quick", {}).get(str((record or {}).get("chapter", "")))
     if quick:

@@ -26,10 +26,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from gnuq_core.repro.chapters import CHAPTER_TIMES, to_ipynb
 from gnuq_core.repro.files import write_atomic
 from gnuq_core.repro.glued import GLUE_BLOCK, GLUE_ROLE, block_options
 from gnuq_core.repro.paths import REPO_ROOT
+from gnuq_core.repro.profiles import CHAPTER_TIMES, to_ipynb
 from gnuq_core.repro.repository import Repository
 
 __all__ = ["NEEDS", "READ_FIRST", "runnable_notebook", "write_runnable", "plain_markdown", "OUTPUT_FOLDER",
