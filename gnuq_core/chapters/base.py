@@ -16,19 +16,25 @@ page glues, by their glue name) and ``data`` (the arrays its figures draw).
 from __future__ import annotations
 
 import dataclasses
+import logging
+import os
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 from gnuq_core.options import OPTIONS, Rule, finite_problem, size_problem
-from gnuq_core.repro.display import BookFigure
+from gnuq_core.repro.display import BookFigure, use_book_style
 from gnuq_core.repro.fingerprint import describe as describe_fingerprint
 from gnuq_core.repro.glued import glue
 from gnuq_core.repro.profiles import ChapterError, load_profile
+from gnuq_core.repro.provenance import Provenance
+from gnuq_core.store import open_store
 
-__all__ = ["ChapterError", "ChapterParams", "Result", "param", "glue", "glue_values", "glue_figure", "profile_values",
+__all__ = ["ChapterError", "ChapterParams", "Result", "param", "start", "quiet_kernel", "glue", "glue_values",
+           "glue_figure", "profile_values",
            "COUNT", "NONNEG"]
 
 COUNT = OPTIONS["size"]
@@ -247,3 +253,50 @@ def store_words(store: Any, what: str, kinds: Sequence[str], extra: str = "") ->
         f"`{fid}`{' (this build)' if fid == store.fingerprint_id else ''} = "
         f"{describe_fingerprint(prints[fid]) if fid in prints else 'not registered'}" for fid in fids) + "."
     return text
+
+
+QUIET_ENVIRONMENT = {"HF_HUB_OFFLINE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error",
+                     "TQDM_DISABLE": "1"}
+"""Set (where the caller has not) in a chapter's kernel: no hub access, no progress bars (they
+would be stderr on the page; the runner reports progress per chapter), no load reports."""
+
+QUIET_WARNINGS: tuple[tuple[str, str, type[Warning]], ...] = (
+    (".*os.fork.*", "JAX in a papermill kernel: it warns about fork, which the kernel never does", RuntimeWarning),
+    ("", "deprecation notes of transformers', ArviZ's and JAX's internals", FutureWarning),
+    ("", "NumPyro's sequential chains on one CPU device, transformers' and torch's load notes", UserWarning),
+    (".*IProgress not found.*", "tqdm without ipywidgets (its bars are off)", Warning),
+    (".*gguf.*", "GGUF de-quantisation notes on a cold model cache", Warning),
+    (".*The BCa confidence interval cannot be calculated.*",
+     "a degenerate bootstrap of a constant estimate, which the chapter reports itself", Warning),
+    (".*is constant; the correlation coefficient is not defined.*",
+     "ρ of a constant column is NaN, and the table shows it as such", Warning),
+)
+"""The warnings a chapter's kernel does not print, each with why it says nothing about a number
+on the page: ``(message pattern, why, category)``. Every other warning shows on the page, where
+the book's build refuses it as error output."""
+
+
+def quiet_kernel() -> None:
+    """The one set-up of a chapter's kernel: `QUIET_ENVIRONMENT` and `QUIET_WARNINGS`, and the
+    transformers logger at errors only (a runnable notebook gets the same as the book)."""
+    for name, value in QUIET_ENVIRONMENT.items():
+        os.environ.setdefault(name, value)
+    for message, _why, category in QUIET_WARNINGS:
+        warnings.filterwarnings("ignore", message=message, category=category)
+    logging.getLogger("transformers").setLevel(logging.ERROR)
+
+
+def start(module: Any, profile: str, overrides: Mapping[str, Any] | None = None, *,
+          store: bool = True) -> tuple[Any, Any, Provenance]:
+    """A chapter notebook's set-up in one call: ``params, store, prov = start(module, profile, overrides)``.
+
+    Quiets the kernel (`quiet_kernel`), sets the book's figure style, starts the provenance
+    record, opens the store of ``profile`` (the results store in the paper edition, the local
+    cache in a preview; None with ``store=False``) and resolves ``module.Params`` from the
+    profile and ``overrides`` (a bad value is a `ChapterError`)."""
+    quiet_kernel()
+    use_book_style()
+    overrides = dict(overrides or {})
+    params = module.Params.for_profile(profile, overrides)
+    prov = Provenance.start(profile=profile, **overrides)  # the runner adds every resolved parameter
+    return params, open_store(profile) if store else None, prov

@@ -35,13 +35,9 @@ overrides = {}  # parameters changed from the profile (the runner's --set)
 
 # %% tags=["remove-cell"]
 from gnuq_core.chapters import derivation
-from gnuq_core.chapters.base import glue_figure, glue_values
-from gnuq_core.repro import display
-from gnuq_core.repro.provenance import Provenance
+from gnuq_core.chapters.base import glue_figure, glue_values, start
 
-display.use_book_style()
-prov = Provenance.start(profile=profile, **overrides)  # the runner adds every resolved parameter
-params = derivation.Params.for_profile(profile, overrides)
+params, store, prov = start(derivation, profile, overrides, store=False)  # one call: chapters.base.start
 
 # %% [markdown]
 # ## 1. The delta method

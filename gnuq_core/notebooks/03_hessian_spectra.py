@@ -46,28 +46,10 @@ profile = "quick"  # injected by the chapter runner
 overrides = {}  # parameters changed from the profile (the runner's --set)
 
 # %% tags=["remove-cell"]
-import logging
-import os
-import warnings
-
-from IPython.display import display
-
 from gnuq_core.chapters import spectra
-from gnuq_core.chapters.base import glue_figure, glue_values
-from gnuq_core.repro import display as book
-from gnuq_core.repro.provenance import Provenance
-from gnuq_core.store import open_store
+from gnuq_core.chapters.base import glue_figure, glue_values, start
 
-# JAX warns about os.fork under the papermill kernel and transformers prints progress bars
-# and load reports: harmless here, and their text would land in the book.
-warnings.filterwarnings("ignore")
-logging.getLogger("transformers").setLevel(logging.ERROR)
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
-book.use_book_style()
-prov = Provenance.start(profile=profile, **overrides)  # the runner adds every resolved parameter
-store = open_store(profile)  # the results store in the paper edition, the local cache in a preview
-params = spectra.Params.for_profile(profile, overrides)
+params, store, prov = start(spectra, profile, overrides)  # one call: chapters.base.start
 
 # %% [markdown]
 # ## 1. Exact spectra of small MLPs

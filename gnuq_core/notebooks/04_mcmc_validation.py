@@ -66,25 +66,10 @@ profile = "quick"  # injected by the chapter runner
 overrides = {}  # parameters changed from the profile (the runner's --set)
 
 # %% tags=["remove-cell"]
-import warnings
-
-from IPython.display import display
-
 from gnuq_core.chapters import mcmc
-from gnuq_core.chapters.base import glue_figure, glue_values
-from gnuq_core.repro import display as book
-from gnuq_core.repro.provenance import Provenance
-from gnuq_core.store import open_store
+from gnuq_core.chapters.base import glue_figure, glue_values, start
 
-# ArviZ announces its refactor and JAX/NumPyro warn about sequential chains on one CPU device:
-# expected, and not informative for the reader.
-warnings.filterwarnings("ignore", category=FutureWarning)
-warnings.filterwarnings("ignore", category=UserWarning)
-warnings.filterwarnings("ignore", message="IProgress not found")  # no ipywidgets: tqdm falls back to text
-book.use_book_style()
-prov = Provenance.start(profile=profile, **overrides)  # the runner adds every resolved parameter
-store = open_store(profile)  # the results store in the paper edition, the local cache in a preview
-params = mcmc.Params.for_profile(profile, overrides)
+params, store, prov = start(mcmc, profile, overrides)  # one call: chapters.base.start
 
 # %% [markdown]
 # ## Running the reference and the estimates

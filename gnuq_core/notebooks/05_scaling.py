@@ -48,29 +48,10 @@ profile = "quick"  # injected by the chapter runner
 overrides = {}  # parameters changed from the profile (the runner's --set)
 
 # %% tags=["remove-cell"]
-import warnings
-
-from IPython.display import display
-
 from gnuq_core.chapters import scaling
-from gnuq_core.chapters.base import glue_figure, glue_values
-from gnuq_core.repro import display as book
-from gnuq_core.repro.provenance import Provenance
-from gnuq_core.store import open_store
+from gnuq_core.chapters.base import glue_figure, glue_values, start
 
-# ArviZ announces its refactor, NumPyro warns about sequential chains on one CPU device, and tqdm
-# has no widgets here: all expected, none informative.
-warnings.filterwarnings("ignore", category=FutureWarning)
-warnings.filterwarnings("ignore", category=UserWarning)
-warnings.filterwarnings("ignore", message="IProgress not found")
-# A setting whose estimate is the same at every query (θ* = 0 in a deep net, listed below under
-# "Settings where ρ is undefined") has a degenerate bootstrap of ρ; scipy says so with a warning
-# that would show as error output on the page. The chapter reports those settings itself.
-warnings.filterwarnings("ignore", message="The BCa confidence interval cannot be calculated")
-book.use_book_style()
-prov = Provenance.start(profile=profile, **overrides)  # the runner adds every resolved parameter
-store = open_store(profile)  # the results store in the paper edition, the local cache in a preview
-params = scaling.Params.for_profile(profile, overrides)
+params, store, prov = start(scaling, profile, overrides)  # one call: chapters.base.start
 
 # %% [markdown]
 # ## Running the grid of models

@@ -62,32 +62,10 @@ profile = "quick"  # injected by the chapter runner
 overrides = {}  # parameters changed from the profile (the runner's --set)
 
 # %% tags=["remove-cell"]
-import logging
-import os
-import warnings
-
-os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")  # load reports would land in the page
-os.environ.setdefault("TQDM_DISABLE", "1")  # progress bars go to stderr, which the book refuses
-warnings.filterwarnings("ignore", message=".*os.fork.*")  # JAX in a papermill kernel; harmless
-warnings.filterwarnings("ignore", category=FutureWarning)  # deprecation notes of transformers internals
-warnings.filterwarnings("ignore", message=".*gguf.*")  # GGUF de-quantisation notes on a cold cache
-warnings.filterwarnings("ignore", message=".*IProgress not found.*")  # tqdm without ipywidgets; bars are off
-logging.getLogger("transformers").setLevel(logging.ERROR)
-
-from IPython.display import display
-from scipy.stats import ConstantInputWarning
-
 from gnuq_core.chapters import qa
-from gnuq_core.chapters.base import glue, glue_figure, glue_values
-from gnuq_core.repro import display as book
-from gnuq_core.repro.provenance import Provenance
-from gnuq_core.store import open_store
+from gnuq_core.chapters.base import glue, glue_figure, glue_values, start
 
-warnings.filterwarnings("ignore", category=ConstantInputWarning)  # ρ of a constant column is NaN, shown as such
-prov = Provenance.start(profile=profile, **overrides)  # the runner adds every resolved parameter
-store = open_store(profile)  # the results store in the paper edition, the local cache in a preview
-book.use_book_style()
-params = qa.Params.for_profile(profile, overrides)
+params, store, prov = start(qa, profile, overrides)  # one call: chapters.base.start
 
 # %% [markdown]
 # ## 1. Questions and protocol

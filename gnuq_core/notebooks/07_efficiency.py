@@ -63,21 +63,10 @@ profile = "quick"  # injected by the chapter runner
 overrides = {}  # parameters changed from the profile (the runner's --set)
 
 # %% tags=["remove-cell"]
-import os
-import warnings
-
-from IPython.display import display
-
 from gnuq_core.chapters import efficiency
-from gnuq_core.chapters.base import glue, glue_figure, glue_values
-from gnuq_core.repro import display as book
-from gnuq_core.repro.provenance import Provenance
+from gnuq_core.chapters.base import glue, glue_figure, glue_values, start
 
-warnings.filterwarnings("ignore")  # transformers/GGUF loading notices; none affects a number here
-os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-prov = Provenance.start(profile=profile, **overrides)  # the runner adds every resolved parameter
-book.use_book_style()
-params = efficiency.Params.for_profile(profile, overrides)
+params, store, prov = start(efficiency, profile, overrides, store=False)  # one call: chapters.base.start
 
 # %% [markdown]
 # ## Running the benchmark

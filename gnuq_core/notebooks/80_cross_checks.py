@@ -36,27 +36,10 @@ profile = "quick"  # injected by the chapter runner
 overrides = {}  # parameters changed from the profile (the runner's --set)
 
 # %% tags=["remove-cell"]
-import logging
-import os
-import warnings
-
-from IPython.display import display
-
 from gnuq_core.chapters import cross_checks
-from gnuq_core.chapters.base import glue_values
-from gnuq_core.repro import display as book
-from gnuq_core.repro.provenance import Provenance
+from gnuq_core.chapters.base import glue_values, start
 
-warnings.filterwarnings("ignore")
-logging.getLogger("transformers").setLevel(logging.ERROR)
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
-import transformers  # noqa: E402
-
-transformers.utils.logging.disable_progress_bar()
-book.use_book_style()
-prov = Provenance.start(profile=profile, **overrides)  # the runner adds every resolved parameter
-params = cross_checks.Params.for_profile(profile, overrides)
+params, store, prov = start(cross_checks, profile, overrides, store=False)  # one call: chapters.base.start
 
 # %% [markdown]
 # (xcheck-laplace)=

@@ -27,14 +27,11 @@ profile = "quick"  # injected by the chapter runner
 overrides = {}  # the ledger has no parameters of its own
 
 # %% tags=["remove-cell"]
-from IPython.display import display
-
 from gnuq_core.chapters import ledger
-from gnuq_core.chapters.base import glue_values
-from gnuq_core.repro.provenance import Provenance
+from gnuq_core.chapters.base import glue_values, start
 
-prov = Provenance.start(profile=profile, **overrides)  # the runner adds every resolved parameter
-result = ledger.run(ledger.Params.for_profile(profile, overrides), profile, built_at=prov.record()["built_at"])
+params, store, prov = start(ledger, profile, overrides, store=False)  # one call: chapters.base.start
+result = ledger.run(params, profile, built_at=prov.record()["built_at"])
 glue_values(result)
 
 # %% [markdown]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import types
 
+import pytest
+
 from gnuq_core.chapters import MODULES, derivation, module_for
 from gnuq_core.chapters.base import profile_values
 
@@ -53,3 +55,27 @@ def test_glue_figure_records_the_function_that_drew_it(monkeypatch) -> None:
     fig = _line_figure()
     base.glue_figure("fig_plain", fig)  # not drawn by a chapter's figure function: nothing claimed
     assert glued["fig_plain"].made_by == ""
+
+
+def test_a_chapters_set_up_is_one_call_and_every_notebook_makes_it(monkeypatch, tmp_path) -> None:
+    """`start` resolves the Params (refusing a bad value), opens the profile's store and starts the
+    provenance; every chapter notebook's set-up is that one call, with the same quiet kernel."""
+    import warnings
+
+    from gnuq_core.chapters import derivation, proxy_bias
+    from gnuq_core.chapters.base import ChapterError, QUIET_WARNINGS, start
+    from gnuq_core.repro.profiles import chapters
+
+    monkeypatch.setenv("GNUQ_CACHE_DIR", str(tmp_path))
+    with warnings.catch_warnings():
+        params, store, prov = start(proxy_bias, "smoke", {"seed": 3})
+        assert params == proxy_bias.Params.for_profile("smoke", {"seed": 3})
+        assert store.label == "the local cache" and prov.parameters["seed"] == 3
+        assert start(derivation, "quick", store=False)[1] is None
+        with pytest.raises(ChapterError, match="unknown parameter"):
+            start(derivation, "quick", {"no_such": 1})
+        quieted = {(f[1].pattern if f[1] else "", f[2]) for f in warnings.filters if f[0] == "ignore"}
+        assert {(m, c) for m, _, c in QUIET_WARNINGS} <= quieted
+    for source in chapters():
+        text = source.read_text()
+        assert text.count("start(") == 1 and "warnings." not in text and "Provenance" not in text, source.name
