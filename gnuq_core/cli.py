@@ -35,6 +35,7 @@ from typing import Any
 
 from gnuq_core import __version__
 from gnuq_core.lm.clustering import CLUSTERERS
+from gnuq_core.qa.config import QAConfig
 from gnuq_core.options import (OneLineParser, UsageError, flag, group_list, groups_value, one_group, output_path,
                                run_command)
 
@@ -132,7 +133,7 @@ def _common(p: argparse.ArgumentParser, several_groups: bool) -> None:
     p.add_argument("--trust-remote-code", action="store_true", help="allow custom model code from the hub")
     p.add_argument("--style", default="auto", choices=["auto", "chat", "fewshot"],
                    help="prompt format (auto: chat if the tokenizer has a chat template)")
-    p.add_argument("--max-new-tokens", type=flag("max_new_tokens"), default=32)
+    p.add_argument("--max-new-tokens", type=flag("max_new_tokens"), default=QAConfig.max_new_tokens)
     if several_groups:
         p.add_argument("--groups", default="all", type=group_list,
                        help="parameters for the epistemic term: all, no_embeddings, last_block, lm_head, embeddings; "
@@ -224,7 +225,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
 
 def _cmd_qa(args: argparse.Namespace) -> int:
     from gnuq_core.qa.data import load_qa
-    from gnuq_core.qa.engine import QAConfig, run_benchmark
+    from gnuq_core.qa.engine import run_benchmark
     from gnuq_core.repro.records import RecordFile, check_output, new_output
     from gnuq_core.repro.shards import distributed, rank_device, shard_path
 
@@ -289,12 +290,13 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--out", required=True, type=output_path)
     q.add_argument("--data-dir", default=None, type=output_path,
                    help="folder with the dataset files (else GNUQ_DATA_DIR, ../shared/data)")
-    q.add_argument("--samples", type=flag("n_samples"), default=5, help="samples for the entropy baselines (0: skip)")
-    q.add_argument("--temperature", type=flag("temperature"), default=1.0)
-    q.add_argument("--clusterer", default="embedding", choices=CLUSTERERS)
-    q.add_argument("--threshold", type=flag("threshold"), default=0.85)
+    q.add_argument("--samples", type=flag("n_samples"), default=QAConfig.n_samples,
+                   help=f"samples for the entropy baselines (default {QAConfig.n_samples}; 0: skip)")
+    q.add_argument("--temperature", type=flag("temperature"), default=QAConfig.temperature)
+    q.add_argument("--clusterer", default=QAConfig.clusterer, choices=CLUSTERERS)
+    q.add_argument("--threshold", type=flag("threshold"), default=QAConfig.threshold)
     q.add_argument("--no-p-true", action="store_true")
-    q.add_argument("--seed", type=flag("seed"), default=0)
+    q.add_argument("--seed", type=flag("seed"), default=QAConfig.seed)
     q.add_argument("--no-progress", action="store_true")
     q.add_argument("--threads", type=flag("threads"), default=None,
                    help="torch threads per process (default: 1 under torchrun with several ranks, else torch's)")

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from gnuq_core.lm.entailment import NLI_ARCHITECTURES
 from gnuq_core.options import Rule
+from gnuq_core.qa.config import QAConfig
 
 __all__ = ["BenchConfig", "GRAD_GROUPS", "TARGET_GRAD_OVER_FORWARD", "TARGET_ABOVE_FLOOR", "TARGET_MEMORY_FRACTION", "PAPER_SPEEDUP",
            "SCHEMA", "PASS_NAMES", "REFERENCE_PASSES", "EVERY_ROUND", "BATCH_SIZE", "P_TRUE_SHOTS",
@@ -150,10 +151,10 @@ class BenchConfig:
     datasets: list[str] = field(default_factory=lambda: ["truthfulqa", "triviaqa"])
     n_questions: int = 5
     repeats: int = 3
-    n_samples: int = 10
-    max_new_tokens: int = 32
-    temperature: float = 1.0
-    clusterer: str = "embedding"
+    n_samples: int = QAConfig.n_samples
+    max_new_tokens: int = QAConfig.max_new_tokens
+    temperature: float = QAConfig.temperature
+    clusterer: str = QAConfig.clusterer
     synthetic_prompt: tuple[int, int] = (40, 130)
     synthetic_answer: int = 12
     answer_lengths: list[int] = field(default_factory=lambda: [4, 8, 16, 32, 64])
@@ -169,8 +170,8 @@ class BenchConfig:
     throughput: bool = True
     throughput_questions: int = 0
     layouts: list[list[int]] = field(default_factory=lambda: [[1, 2], [2, 1]])
-    qa_n_samples: int = 10
-    qa_max_new_tokens: int = 32
+    qa_n_samples: int = QAConfig.n_samples
+    qa_max_new_tokens: int = QAConfig.max_new_tokens
     batch_sizes: list[int] = field(default_factory=lambda: [1, 4, 16, 64])
     batch_pairs: int = 64
     batch_repeats: int = 2

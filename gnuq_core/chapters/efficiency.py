@@ -34,6 +34,7 @@ from gnuq_core.bench.__main__ import ladder_pair, layout_pair
 from gnuq_core.bench.profiler import matmul_share
 from gnuq_core.bench.run import run as run_bench
 from gnuq_core.bench.scaling import slope_ratio
+from gnuq_core.qa.config import QAConfig
 from gnuq_core.bench.summary import READINGS, c8_readings, method_costs
 from gnuq_core.chapters.base import COUNT, NONNEG, ChapterError, ChapterParams, Result, param
 from gnuq_core.lm.clustering import CLUSTERERS
@@ -74,10 +75,11 @@ class Params(ChapterParams):
     n_questions: int = param(3, COUNT, "questions per dataset (TruthfulQA and TriviaQA), for the pass timings "
                                        "and records/hour")
     repeats: int = param(2, COUNT, "timed repeats of every pass per question")
-    n_samples: int = param(10, N_SAMPLES, "N of the timed sampling pass; semantic entropy uses ten in the paper")
-    max_new_tokens: int = param(32, OPTIONS["max_new_tokens"], "cap on generated and sampled answer tokens in the "
-                                                               "pass timings")
-    clusterer: str = param("embedding", Rule(choices=CLUSTERERS), 'semantic clustering: "embedding" (MiniLM) '
+    n_samples: int = param(QAConfig.n_samples, N_SAMPLES,
+                           "N of the timed sampling pass; semantic entropy uses ten in the paper")
+    max_new_tokens: int = param(QAConfig.max_new_tokens, OPTIONS["max_new_tokens"],
+                                "cap on generated and sampled answer tokens in the pass timings")
+    clusterer: str = param(QAConfig.clusterer, Rule(choices=CLUSTERERS), 'semantic clustering: "embedding" (MiniLM) '
                                                                   'or "exact"')
     answer_lengths: list[int] = param([4, 16, 64], LENGTHS, "answer-length sweep (tokens)")
     prompt_lengths: list[int] = param([32, 128, 512], LENGTHS, "prompt-length sweep (tokens)")

@@ -39,7 +39,7 @@ from gnuq_core import paper
 from gnuq_core.qa import grading, headline, readings, scores, table2, transfer, verdicts
 from gnuq_core.qa import study as qa_study
 from gnuq_core.qa.data import load_qa
-from gnuq_core.qa.engine import QAConfig
+from gnuq_core.qa.config import QAConfig
 from gnuq_core.qa.multiple_choice import load_mc, stored_mc_scores
 from gnuq_core.repro import claims
 from gnuq_core.repro import display as book
@@ -88,10 +88,10 @@ class Params(ChapterParams):
                               "aliases of gnuq_core.lm.models")
     n_truthfulqa: int = param(0, NONNEG, "questions per model; 0 means all 817")
     n_triviaqa: int = param(0, NONNEG, "questions per model; 0 means all 2933")
-    n_samples: int = param(10, Rule(minimum=1, maximum=OPTIONS["n_samples"].maximum, integer=True,
-                                    why_maximum=OPTIONS["n_samples"].why_maximum),
+    n_samples: int = param(QAConfig.n_samples, Rule(minimum=1, maximum=OPTIONS["n_samples"].maximum, integer=True,
+                                                    why_maximum=OPTIONS["n_samples"].why_maximum),
                            "temperature samples per question for the entropy baselines")
-    max_new_tokens: int = param(32, OPTIONS["max_new_tokens"], "answer-length cap, in tokens")
+    max_new_tokens: int = param(QAConfig.max_new_tokens, OPTIONS["max_new_tokens"], "answer-length cap, in tokens")
     n_mc: int = param(200, NONNEG, "TruthfulQA MC1/MC2 questions per model; 0 means all")
     n_boot: int = param(2000, COUNT, "bootstrap resamples for every confidence interval")
     n_layer_questions: int = param(0, NONNEG, "answers per model and dataset split by layer; 0 means all")
