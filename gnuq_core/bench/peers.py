@@ -29,6 +29,8 @@ from typing import Any
 
 import torch
 
+from gnuq_core.lm.anatomy import decoder_of, logit_transform, upcast
+
 __all__ = ["Batch", "padded_batch", "answer_log_probs", "floor_pass", "torch_func_norms", "opacus_norms"]
 
 
@@ -81,12 +83,22 @@ def _positions(batch: Batch) -> torch.Tensor:
 
 
 def answer_log_probs(model: Any, batch: Batch) -> torch.Tensor:
-    """(B,) each answer's summed token log-probability under ``model`` (one batched forward)."""
-    logits = model(input_ids=batch.ids, attention_mask=batch.mask, position_ids=_positions(batch)).logits
-    logp = torch.log_softmax(logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits, -1)
-    nxt = torch.cat([batch.ids[:, 1:], batch.ids[:, -1:]], dim=1)
-    token = logp.gather(-1, nxt[..., None])[..., 0]
-    return (token * batch.targets).sum(1)
+    """(B,) each answer's summed token log-probability under ``model`` (one batched forward).
+
+    The head runs only at the positions that predict an answer token, as in gnuq's own pass:
+    the decoder's last hidden states there are gathered into a (B, A, d) batch (A the longest
+    answer), so every method's head stays a per-sample layer and none pays for B × T × V
+    logits (Gemma's 262,144-word vocabulary made those 20 GB at B = 64)."""
+    inner = getattr(model, "_module", model)  # an Opacus wrapper: its hooks sit on the modules themselves
+    hidden = decoder_of(inner)(input_ids=batch.ids, attention_mask=batch.mask, position_ids=_positions(batch),
+                               use_cache=False).last_hidden_state
+    counts = batch.targets.sum(1)
+    where = torch.argsort(-batch.targets, dim=1, stable=True)[:, :int(counts.max())]  # each row's answer positions
+    valid = torch.arange(where.shape[1])[None, :] < counts[:, None]
+    h = hidden.gather(1, where[..., None].expand(-1, -1, hidden.shape[-1]))
+    logp = torch.log_softmax(upcast(logit_transform(inner, inner.get_output_embeddings()(h))), -1)
+    nxt = batch.ids.gather(1, (where + 1).clamp(max=batch.ids.shape[1] - 1))
+    return (logp.gather(-1, nxt[..., None])[..., 0] * valid).sum(1)
 
 
 def floor_pass(model: Any, batch: Batch) -> torch.Tensor:
@@ -109,17 +121,27 @@ def _trainable(model: Any) -> dict[str, torch.Tensor]:
     return out
 
 
+class _SummedLogProb(torch.nn.Module):
+    """``answer_log_probs(model, batch).sum()`` as a module, so ``torch.func.functional_call``
+    can call it with substituted parameters (the head only at the answer's positions)."""
+
+    def __init__(self, model: Any) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        return answer_log_probs(self.model, Batch(ids, mask, targets)).sum()
+
+
 def torch_func_norms(model: Any, batch: Batch) -> torch.Tensor:
     """(B,) ``‖∇θ log p_b‖²`` by ``torch.func.grad``, one answer at a time (its own padding cut)."""
     from torch.func import functional_call, grad
 
-    params = {k: v.detach() for k, v in _trainable(model).items()}
+    params = {f"model.{k}": v.detach() for k, v in _trainable(model).items()}
+    summed = _SummedLogProb(model)
 
     def log_p(theta: dict[str, torch.Tensor], row: Batch) -> torch.Tensor:
-        inputs = {"input_ids": row.ids, "attention_mask": row.mask, "position_ids": _positions(row)}
-        logits = functional_call(model, theta, args=(), kwargs=inputs, tie_weights=True).logits
-        nxt = torch.cat([row.ids[:, 1:], row.ids[:, -1:]], dim=1)
-        return (torch.log_softmax(logits, -1).gather(-1, nxt[..., None])[..., 0] * row.targets).sum()
+        return functional_call(summed, theta, args=(row.ids, row.mask, row.targets), tie_weights=True)
 
     norms = []
     for b in range(batch.size):
