@@ -166,6 +166,9 @@ PEER_NAMES = {"gnuq": "gnuq (batched exact norms)", "opacus": "Opacus per-sample
               "floor": "floor: forward + backward, no norm"}
 
 
+NO_GROWTH = "peak memory not seen: the call reused memory freed by the calls before it (in-process, a lower bound)"
+
+
 def peer_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
     """Per model, batch size and method: answers per second with the bootstrap interval of the
     time, the ratio to the floor and the peak extra memory, or why the method did not run
@@ -179,9 +182,12 @@ def peer_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
                              "note": f"not run: {r['why']}"})
                 continue
             lo, hi = r["ci"]
+            peak, note = r["peak_mb"], r.get("note", "")
+            if peak == 0:  # the in-process resident set did not grow: the call reused memory freed before it
+                peak, note = np.nan, "; ".join(filter(None, [note, NO_GROWTH]))
             rows.append({**row, "answers / s [95% CI]": f"{r['answers_per_second']:.3g} [{r['batch_size'] / hi:.3g}, "
                                                          f"{r['batch_size'] / lo:.3g}]",
-                         "÷ floor": r["over_floor"], "peak MB": r["peak_mb"], "note": r.get("note", "")})
+                         "÷ floor": r["over_floor"], "peak MB": peak, "note": note})
     return rows
 
 
