@@ -62,6 +62,8 @@ profile = "quick"  # injected by the chapter runner
 overrides = {}  # parameters changed from the profile (the runner's --set)
 
 # %% tags=["remove-cell"]
+from IPython.display import display
+
 from gnuq_core.chapters import qa
 from gnuq_core.chapters.base import glue, glue_figure, glue_values, start
 

@@ -36,6 +36,8 @@ profile = "quick"  # injected by the chapter runner
 overrides = {}  # parameters changed from the profile (the runner's --set)
 
 # %% tags=["remove-cell"]
+from IPython.display import display
+
 from gnuq_core.chapters import cross_checks
 from gnuq_core.chapters.base import glue_values, start
 

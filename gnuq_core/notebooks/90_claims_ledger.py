@@ -27,6 +27,8 @@ profile = "quick"  # injected by the chapter runner
 overrides = {}  # the ledger has no parameters of its own
 
 # %% tags=["remove-cell"]
+from IPython.display import display
+
 from gnuq_core.chapters import ledger
 from gnuq_core.chapters.base import glue_values, start
 
