@@ -39,7 +39,7 @@ from gnuq_core.qa import auroc as au
 from gnuq_core.qa.scores import score_record
 from gnuq_core.repro.shards import read_merged
 from gnuq_core.store import kinds
-from gnuq_core.store.store import RESULTS, StoreDamaged, damage
+from gnuq_core.store.store import RESULTS, StoreDamaged, damage, stored_files
 
 __all__ = ["TOL_SCORE", "TOL_TWO_PASSES", "TOL_METRIC", "BASELINES", "stored_runs", "independent_scores", "mann_whitney_auroc",
            "expected_prr", "compare_scores", "labelled_scores", "compare_metrics"]
@@ -73,7 +73,7 @@ def stored_runs(root: str | Path | None = None) -> dict[tuple[str, str], list[di
     """
     current = {"_kind": "qa", "_version": kinds.get("qa").version}
     folder = Path(root) if root is not None else RESULTS / "qa"
-    bases = sorted({folder / (p.name[: -len(".jsonl")].split(".rank")[0] + ".jsonl") for p in folder.glob("*.jsonl")})
+    bases = stored_files(folder)
     runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for base in bases:
         config, records = read_merged(base)

@@ -238,11 +238,10 @@ def stored_answers(results: str | Path, dataset: str) -> dict[tuple[str, str], s
     """``{(model, question id): answer}`` of every stored ``dataset`` record under ``results``
     (the store's ``qa/`` files, each read with its shards): what the careful labels are about."""
     from gnuq_core.repro.shards import read_merged
+    from gnuq_core.store.store import stored_files
 
     out = {}
-    for path in sorted((Path(results) / "qa").glob("*.jsonl")):
-        if ".rank" in path.name:
-            continue
+    for path in stored_files(Path(results) / "qa"):
         config, records = read_merged(path)
         if config.get("dataset") == dataset:
             out.update({(config["model"], r["id"]): r["answer"] for r in records})

@@ -3,14 +3,12 @@
 ::
 
     gnuq store status [KIND ...]          # files, items, versions (current or stale), platforms, verifications
-    gnuq store verify 03 [--all]          # build chapter 03 in the paper edition, checking a sample
-                                          # (--all: every stored item) of its kinds under their contracts
+    gnuq store verify 03 [--all]          # build chapter 03 (paper edition): check a sample (--all: every item)
     gnuq store verify qa_mc --all         # the same build; every item of that kind only
     gnuq store verify qa --all -- --dataset truthfulqa   # the QA records (gnuq study verify; torchrun shards it)
     gnuq store simulate avx2 -- make book # run a command as on a CPU without AVX-512
 
-A target is a chapter (``03``, ``03_hessian_spectra``) or a stored kind (the chapters that read it
-are built).
+A target is a chapter (``03``) or a stored kind (the chapters that read it are built).
 ``GNUQ_RESULTS_DIR`` names another copy of the results store. Errors print one line and exit 2.
 """
 
@@ -30,7 +28,7 @@ from gnuq_core.repro.paths import env_path
 from gnuq_core.repro.shards import read_merged
 from gnuq_core.store import kinds as registry
 from gnuq_core.repro.fingerprint import SIMULATIONS, describe, simulated_env
-from gnuq_core.store.store import RESULTS, Store, damage
+from gnuq_core.store.store import RESULTS, Store, damage, stored_files
 from gnuq_core.store.verify import describe_report
 
 __all__ = ["main", "status_rows"]
@@ -41,9 +39,7 @@ def status_rows(store: Store, names: list[str] | None = None) -> list[dict[str, 
     rows = []
     for name in names or list(registry.KINDS):
         spec = registry.get(name)
-        for path in sorted((store.root / name).glob("*.jsonl")):
-            if ".rank" in path.name or ".verify" in path.name:  # a shard, the log of an unfinished verification
-                continue
+        for path in stored_files(store.root / name):
             try:
                 header, records = read_merged(path)
             except ValueError as err:

@@ -31,7 +31,7 @@ from gnuq_core.store.contracts import field_pattern, leaves
 from gnuq_core.store.verify import (Check, Compute, Recipe, ResultsDisagree, Sample, check_item, disagreement,
                                      relative, verify_file)
 
-__all__ = ["StoreIncomplete", "StoreDamaged", "Read", "Store", "open_store", "damage", "RESULTS"]
+__all__ = ["StoreIncomplete", "StoreDamaged", "Read", "Store", "open_store", "damage", "stored_files", "RESULTS"]
 
 RESULTS = REPO_ROOT / "results"
 """The repository's results store."""
@@ -59,6 +59,12 @@ class Read:
     computed: int
     checks: list[Check] = field(default_factory=list)
     rule: str = ""
+
+
+def stored_files(folder: Path) -> list[Path]:
+    """A kind's store files in ``folder`` (shards by their main file's name), never a full verification's log."""
+    return sorted({p.with_name(p.name.split(".rank")[0].removesuffix(".jsonl") + ".jsonl")
+                   for p in Path(folder).glob("*.jsonl") if ".verify." not in p.name})
 
 
 def header_config(spec: registry.Kind, config: Mapping[str, Any]) -> dict[str, Any]:
@@ -248,10 +254,8 @@ class Store:
 def open_store(profile: str | None = None, *, root: str | Path | None = None) -> Store:
     """The store a build of ``profile`` uses: the results store for the paper edition, the local cache otherwise.
 
-    ``GNUQ_STORE_MISSING`` (``warn`` by default; ``error`` in CI) says what the paper edition
-    does when items are missing; ``GNUQ_STORE_VERIFY=all`` checks every stored item instead of
-    a sample, ``=qa,qa_mc`` those kinds' (``gnuq store verify`` sets it); ``GNUQ_RESULTS_DIR``
-    reads another copy of the results store (default ``results/``).
+    ``GNUQ_STORE_MISSING`` (``warn``; ``error`` in CI) says what missing items do; ``GNUQ_STORE_VERIFY=all``
+    checks every stored item, ``=qa,qa_mc`` those kinds'; ``GNUQ_RESULTS_DIR`` names another copy of ``results/``.
     """
     profile = profile if profile is not None else run_parameters().get("profile")
     verify = os.environ.get("GNUQ_STORE_VERIFY", "")

@@ -20,6 +20,11 @@ def _store(tmp_path: Path, **kw) -> Store:
     return Store(tmp_path / "results", label="the test store", **kw)
 
 
+def _file_without_logs(tmp_path: Path, kind: str = "demo") -> Path:
+    (path,) = [p for p in (tmp_path / "results" / kind).glob("*.jsonl") if ".verify." not in p.name]
+    return path
+
+
 def _file(tmp_path: Path, kind: str = "demo") -> Path:
     (path,) = (tmp_path / "results" / kind).glob("*.jsonl")
     return path
@@ -341,6 +346,9 @@ def test_a_full_verification_goes_on_on_another_platform_and_reports_which_check
     with pytest.raises(KeyboardInterrupt):
         _store(tmp_path, verify_all=True).items(kind, {}, ids, stopping, read_only=True)
     (log,) = (tmp_path / "results" / "demo").glob("*.verify.jsonl")
+    from gnuq_core.store.store import stored_files
+
+    assert stored_files(log.parent) == [_file_without_logs(tmp_path)]  # readers of the folder never take the log
     elsewhere = _store(tmp_path, verify_all=True)
     elsewhere._fingerprint = {**elsewhere.fingerprint, "jax_isa": "SSE4_2"}
     elsewhere.items(kind, {}, ids, stopping, read_only=True)
