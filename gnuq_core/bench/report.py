@@ -166,7 +166,9 @@ PEER_NAMES = {"gnuq": "gnuq (batched exact norms)", "opacus": "Opacus per-sample
               "floor": "floor: forward + backward, no norm"}
 
 
-NO_GROWTH = "peak memory not seen: the call reused memory freed by the calls before it (in-process, a lower bound)"
+NO_GROWTH = "no memory growth seen"
+"""A row's note where the call reused memory freed by the calls before it: its in-process peak
+(resident memory, a lower bound) is not seen; the table's caption says so once."""
 
 
 def peer_rows(res: dict[str, Any]) -> list[dict[str, Any]]:

@@ -514,7 +514,9 @@ def _peers(res: dict[str, Any], out: Result) -> None:
     """gnuq against Opacus, torch.func and the floor, and where gnuq stands (`peer_words`)."""
     rows = report.peer_rows(res)
     out.tables["peers"] = rows_table(rows, {"÷ floor": ".2f", "peak MB": ",.0f"},
-                                     caption="Per-answer gradient norms: gnuq and its peers, side by side") \
+                                     caption="Per-answer gradient norms: gnuq and its peers, side by side (peak MB: "
+                                             "in-process resident memory, a lower bound; "
+                                             f"'{report.NO_GROWTH}': the call reused memory freed before it)") \
         if rows else Markdown("*The peers were not timed in this build (`peer_sizes: []`).*")
     out.values["peer_words"] = Markdown(peer_words(res))
     out.values["peer_parameters"] = Markdown("; ".join(f"`{spec}`: {e['peers']['parameters']}"
