@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import types
 
 import pytest
@@ -63,14 +64,17 @@ def test_a_chapters_set_up_is_one_call_and_every_notebook_makes_it(monkeypatch, 
     import warnings
 
     from gnuq_core.chapters import derivation, proxy_bias
-    from gnuq_core.chapters.base import ChapterError, QUIET_WARNINGS, start
+    from gnuq_core.chapters.base import QUIET_ENVIRONMENT, QUIET_WARNINGS, ChapterError, start
     from gnuq_core.repro.profiles import chapters
 
     monkeypatch.setenv("GNUQ_CACHE_DIR", str(tmp_path))
+    for name in QUIET_ENVIRONMENT:  # start() sets them where unset; given back after the test
+        monkeypatch.delenv(name, raising=False)
     with warnings.catch_warnings():
         params, store, prov = start(proxy_bias, "smoke", {"seed": 3})
         assert params == proxy_bias.Params.for_profile("smoke", {"seed": 3})
         assert store.label == "the local cache" and prov.parameters["seed"] == 3
+        assert all(os.environ[k] == v for k, v in QUIET_ENVIRONMENT.items())
         assert start(derivation, "quick", store=False)[1] is None
         with pytest.raises(ChapterError, match="unknown parameter"):
             start(derivation, "quick", {"no_such": 1})
