@@ -6,9 +6,8 @@ parameters only, read ‖∂ log p/∂θ_k‖² the moment each gradient is accu
 once (no parameter-sized buffers survive), and leave the model exactly as it was
 (``requires_grad`` flags and any ``.grad`` the caller had).
 
-`ghost_linear_sq_norms` does the same for ``nn.Linear`` weights without forming their
-gradients at all (exact ghost norms, from the layer's inputs and output gradients); the
-caller chooses per layer with `ghost_cost_prefers`.
+The parameters whose norms need no gradient at all (ghost norms of linear layers, norm
+weights, per answer of a batch) are `gnuq_core.estimators.norm_rules`'s.
 """
 
 from __future__ import annotations
@@ -105,91 +104,6 @@ def hooked_sq_norms(params: Mapping[int, torch.nn.Parameter], selected: Collecti
             p.requires_grad_(saved_flags[k])
         for k, g in saved_grads.items():
             params[k].grad = g
-
-
-def _at_least_float32(x: torch.Tensor) -> torch.Tensor:
-    return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
-
-
-def ghost_cost_prefers(rows: int, layer: torch.nn.Linear) -> bool:
-    """True if the ghost norm of ``layer``'s weight is cheaper than its explicit gradient.
-
-    With ``rows`` = T input rows, d inputs and k outputs the ghost norm costs T²(d + k)
-    (two Gram matrices) and the explicit weight gradient T·d·k: ghost while
-    T < d·k / (d + k).
-    """
-    d, k = layer.in_features, layer.out_features
-    return rows * (d + k) < d * k
-
-
-@contextmanager
-def ghost_linear_sq_norms(layers: Mapping[int, torch.nn.Linear]) -> Iterator[HookedNorms]:
-    """Within the block, backward passes record ‖∂/∂W‖² of each ``nn.Linear`` weight W exactly,
-    without ever forming the weight gradient ("ghost norms").
-
-    For a layer with input rows X (T×d) and output gradient G (T×k) the weight gradient is
-    GᵀX, and ``‖GᵀX‖²_F = ⟨XXᵀ, GGᵀ⟩``. A forward hook computes the Gram matrix XXᵀ (consecutive
-    calls on the same input tensor share it: q/k/v, gate/up); a hook on the layer's output
-    tensor computes GGᵀ when its gradient arrives, and the inner product is summed in float64.
-    The Gram matrices and their elementwise product are formed in the layer's dtype, at least
-    float32 (a float32 model: relative error ~1e-7).
-    Inside the block the weights do not require grad, so autograd skips the weight-gradient
-    GEMMs; biases are left to the caller (plain autograd). On exit the hooks are removed and
-    the ``requires_grad`` flags restored, also after an error.
-
-    Parameters
-    ----------
-    layers : mapping ``id(weight)`` → ``nn.Linear``
-        Each weight must belong to exactly one module that is called once per forward pass
-        (a second call raises ``RuntimeError``: its cross terms would be missed).
-    """
-    out = HookedNorms()
-    saved = {k: m.weight.requires_grad for k, m in layers.items()}
-    last: list[tuple[torch.Tensor, torch.Tensor]] = []  # (input, XXᵀ) of the latest input
-    calls: dict[int, int] = {}
-    handles = []
-
-    def x_gram(x: torch.Tensor) -> torch.Tensor:
-        if last and last[0][0] is x:  # q/k/v, gate/up: consecutive calls on one input
-            return last[0][1]
-        x2 = _at_least_float32(x.detach().reshape(-1, x.shape[-1]))
-        gram = x2 @ x2.T
-        last[:] = [(x, gram)]
-        return gram
-
-    def hook_for(k: int) -> Callable[..., torch.Tensor | None]:
-        def forward_hook(mod: torch.nn.Module, inputs: tuple[torch.Tensor, ...], y: torch.Tensor) -> torch.Tensor | None:
-            if not torch.is_grad_enabled():
-                return None
-            calls[k] = calls.get(k, 0) + 1
-            if calls[k] > 1:
-                raise RuntimeError(f"ghost norms: the layer {type(mod).__name__} with weight {tuple(mod.weight.shape)} "
-                                   "was called twice in one pass; compute its norm the explicit way")
-            gram_x = x_gram(inputs[0])
-            if not y.requires_grad:  # nothing upstream needs a gradient: make y the leaf
-                y = y.detach().requires_grad_(True)
-
-            def grad_hook(g: torch.Tensor) -> None:
-                g2 = _at_least_float32(g.detach().reshape(-1, g.shape[-1]))
-                v = (gram_x * (g2 @ g2.T)).sum(dtype=torch.float64)
-                out.sq[k] = out.sq[k] + v if k in out.sq else v
-
-            y.register_hook(grad_hook)
-            return y
-
-        return forward_hook
-
-    try:
-        for k, m in layers.items():
-            m.weight.requires_grad_(False)
-            handles.append(m.register_forward_hook(hook_for(k)))
-        yield out
-    finally:
-        for h in handles:
-            h.remove()
-        for k, m in layers.items():
-            m.weight.requires_grad_(saved[k])
-        last.clear()
 
 
 def raise_if_non_finite(sq: Mapping[int, float], selected: Collection[int], names: Mapping[int, list[str]],

@@ -20,21 +20,28 @@ import numpy as np
 import torch
 
 from gnuq_core.estimators.core import unique_params
-from gnuq_core.estimators.hooks import ghost_linear_sq_norms, hooked_sq_norms
+from gnuq_core.estimators.hooks import hooked_sq_norms
+from gnuq_core.estimators.norm_rules import LINEAR, choose_rules, rule_for, rule_hooks
 from gnuq_core.lm.anatomy import decoder_of, device_of, logit_transform, upcast
-from gnuq_core.lm.gradient import ghost_layers
 
-__all__ = ["GRAM_BLOCKS", "activation_backward", "ghost_layers_of", "gram_products", "gram_widths", "linear_input_groups", "norm_multiply_adds"]
+__all__ = ["GRAM_BLOCKS", "activation_backward", "ghost_layers_of", "ruled_modules", "gram_products", "gram_widths",
+           "linear_input_groups", "norm_multiply_adds"]
 
 
-def ghost_layers_of(model: Any, rows: int) -> dict[int, torch.nn.Linear]:
-    """The ``nn.Linear`` layers whose norms the gradient pass over all parameters takes the
-    ghost way for a sequence of ``rows`` tokens (``ghost="auto"``), by ``id`` of the weight:
-    the gradient pass's own selection, over every parameter but the embedding and the head,
-    which it handles apart."""
+def ruled_modules(model: Any, rows: int) -> dict[torch.nn.Module, list[tuple[int, str]]]:
+    """The modules whose norms the gradient pass over all parameters takes by their norm rule
+    for a sequence of ``rows`` tokens (``ghost="auto"``): the gradient pass's own choice
+    (`gnuq_core.estimators.norm_rules.choose_rules`), over every parameter but the embedding
+    and the head, which it handles apart."""
     params, _ = unique_params(model)
-    apart = {id(model.get_input_embeddings().weight), id(model.get_output_embeddings().weight)}
-    return ghost_layers(model, [k for k in params if k not in apart], rows, "auto")
+    head = model.get_output_embeddings()
+    apart = {id(model.get_input_embeddings().weight), id(head.weight), id(getattr(head, "bias", None))}
+    return choose_rules(model, [k for k in params if k not in apart], rows, "auto")[0]
+
+
+def ghost_layers_of(model: Any, rows: int) -> dict[int, torch.nn.Module]:
+    """The linear layers of `ruled_modules` (their ghost norms' Gram matrices), by ``id`` of the weight."""
+    return {id(m.weight): m for m in ruled_modules(model, rows) if rule_for(m) is LINEAR}
 
 
 def activation_backward(model: Any, prompt_ids: Sequence[int], answer_ids: Sequence[int], *,
@@ -48,17 +55,17 @@ def activation_backward(model: Any, prompt_ids: Sequence[int], answer_ids: Seque
     nothing selected; flags and ``.grad`` restored on return), so no weight-gradient product
     and no norm is computed: what the gradient pass costs beyond this is what its norms cost.
 
-    With ``with_grams=True`` the pass also forms the ghost norms' Gram matrices of the
-    linear layers (`ghost_layers_of`, `gnuq_core.estimators.hooks.ghost_linear_sq_norms`)
-    exactly as the gradient pass does, and nothing else: the floor of the gradient pass's
+    With ``with_grams=True`` the pass also runs the norm rules of the modules the gradient pass
+    takes them for (`ruled_modules`, `gnuq_core.estimators.norm_rules.rule_hooks`: the ghost
+    norms' Gram matrices) exactly as the gradient pass does, and nothing else: the floor of the gradient pass's
     own algorithm, so the benchmark can split what the pass costs above the floor into the
     Gram products and the rest (hooks, bookkeeping, the embedding and head pieces).
     """
     ids = torch.tensor([list(prompt_ids) + list(answer_ids)], device=device_of(model))
     n_p = len(prompt_ids)
     params, _ = unique_params(model)
-    ghosted = ghost_layers_of(model, ids.shape[1]) if with_grams else {}
-    with hooked_sq_norms(params, selected=()), ghost_linear_sq_norms(ghosted), torch.enable_grad():
+    ruled = ruled_modules(model, ids.shape[1]) if with_grams else {}
+    with hooked_sq_norms(params, selected=()), rule_hooks(ruled, torch.ones_like(ids)), torch.enable_grad():
         with torch.no_grad():
             emb = model.get_input_embeddings()(ids)
         emb.requires_grad_(True)
@@ -72,7 +79,7 @@ def activation_backward(model: Any, prompt_ids: Sequence[int], answer_ids: Seque
 def linear_input_groups(model: Any) -> list[list[torch.nn.Linear]]:
     """The decoder's ``nn.Linear`` layers in call order, grouped by the input tensor they are
     called on one after the other (q/k/v, gate/up): the layers whose ghost norms share one
-    input Gram matrix in `gnuq_core.estimators.hooks.ghost_linear_sq_norms`. Found by one
+    input Gram matrix in `gnuq_core.estimators.norm_rules.rule_hooks`. Found by one
     no-grad forward of two tokens with forward hooks."""
     calls: list[tuple[torch.Tensor, torch.nn.Linear]] = []  # the inputs are kept: their ids stay unique
     handles = [m.register_forward_hook(lambda mod, inputs, _out: calls.append((inputs[0], mod)))
@@ -131,7 +138,7 @@ def gram_products(device: str, threads: int = 1) -> dict[str, tuple[Callable[[to
     """Ways to form the Gram matrix ``X Xᵀ`` of T×d rows: ``{name: (kernel, its multiply-adds ÷
     the full product's)}`` (timed side by side by `gnuq_core.bench.grams`).
 
-    ``full``: ``x @ x.T``, as `gnuq_core.estimators.hooks.ghost_linear_sq_norms` forms it.
+    ``full``: ``x @ x.T``, as the linear layers' norm rule (`gnuq_core.estimators.norm_rules.LINEAR`) forms it.
     ``blocks<b>``: the lower triangle in ``b`` row blocks, each block times the rows up to
     its end, ``(b + 1) / 2b`` of the multiply-adds. ``syrk``: BLAS ``?syrk`` through SciPy,
     the upper triangle, half of them; only on the CPU with torch on one thread (with more,

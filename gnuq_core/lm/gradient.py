@@ -4,12 +4,13 @@ Efficient backward path (`forward_backward`, ``backend="fast"``):
 
 * the LM head is applied only at the T answer positions: the decoder's hidden states are
   sliced *before* the vocabulary projection (Gemma-3 has a 262k vocabulary);
-* exact ghost norms for the decoder's ``nn.Linear`` weights (`estimators.hooks`): with
-  layer input X (T x d) and output gradient G (T x k), ``||G^T X||^2 = <X X^T, G G^T>``
-  costs T^2 (d + k) instead of T d k, so while T < d k / (d + k) (per layer; ``ghost=``
-  forces either way) the weight stays ``requires_grad=False`` and autograd skips its
+* exact ghost norms for the decoder's linear layers, by the one norm-rule registry
+  (`gnuq_core.estimators.norm_rules`, the batched pass's too, with B = 1): with layer input
+  X (T x d) and output gradient G (T x k), ``||G^T X||^2 = <X X^T, G G^T>`` costs
+  T^2 (d + k) instead of T d k, so while T < d k / (d + k) (per layer; ``ghost=`` forces
+  either way) the weight stays ``requires_grad=False`` and autograd skips its
   weight-gradient GEMM; X X^T is shared by q/k/v and by gate/up;
-* every other decoder parameter (norm weights, biases, Linear weights past the threshold)
+* every other decoder parameter (norm weights, Linear weights past the threshold)
   gets its squared norm in float64 from a post-accumulate-grad hook that frees the
   gradient at once (the model's own ``.grad`` is saved and restored; nothing else keeps a
   parameter-sized gradient); per-parameter and per-group norms (any groups, also
@@ -55,7 +56,8 @@ import torch.nn.functional as F
 
 from gnuq_core.estimators import torch_uncertainty
 from gnuq_core.estimators.core import select, unique_params
-from gnuq_core.estimators.hooks import ghost_cost_prefers, ghost_linear_sq_norms, hooked_sq_norms, raise_if_non_finite
+from gnuq_core.estimators.hooks import hooked_sq_norms, raise_if_non_finite
+from gnuq_core.estimators.norm_rules import GHOST_MODES, choose_rules, rule_hooks
 from gnuq_core.lm.anatomy import decoder_of, device_of, in_eval_mode, logit_transform, resolve_groups, upcast
 from gnuq_core.lm.decoding import check_length, check_token_ids
 from gnuq_core.lm.prompts import PromptError
@@ -86,8 +88,6 @@ class GradientPass:
     seconds: float = 0.0
 
 
-GHOST_MODES = ("auto", "always", "never")
-
 
 def forward_backward(model: Any, prompt_ids: Sequence[int], answer_ids: Sequence[int], *,
                      groups: str | Sequence[str] | Mapping[str, Any] | None = None,
@@ -105,9 +105,11 @@ def forward_backward(model: Any, prompt_ids: Sequence[int], answer_ids: Sequence
     groups, per_group
         Which parameters count (see `resolve_groups`) and whether to report per group.
     ghost : {"auto", "always", "never"}
-        How the decoder's ``nn.Linear`` weights get their norms: ``"auto"`` chooses per layer
-        by cost (ghost norms while the sequence is shorter than d·k/(d+k)), ``"always"`` /
-        ``"never"`` force ghost norms / explicit weight gradients. Same numbers either way.
+        How the decoder's parameters with a registered norm rule get their norms (linear
+        layers, norm weights: `gnuq_core.estimators.norm_rules`): ``"auto"`` takes a rule where
+        it is cheaper than the explicit gradient (ghost norms of a linear layer while the
+        sequence is shorter than d·k/(d+k)), ``"always"`` / ``"never"`` force the rules /
+        explicit gradients. Same numbers either way.
 
     Raises
     ------
@@ -148,11 +150,8 @@ def _forward_backward(model: Any, prompt_ids: Sequence[int], answer_ids: Sequenc
     emb_mod = model.get_input_embeddings()
     head = model.get_output_embeddings()
     w_in, w_out = emb_mod.weight, head.weight
-    tied = w_in is w_out
     bias = getattr(head, "bias", None)
     need_rows = id(w_in) in selected
-    need_head = id(w_out) in selected
-    need_bias = bias is not None and id(bias) in selected
     special = {id(w_in), id(w_out)} | ({id(bias)} if bias is not None else set())
     body = [k for k in params if k in selected and k not in special]
 
@@ -160,9 +159,8 @@ def _forward_backward(model: Any, prompt_ids: Sequence[int], answer_ids: Sequenc
     ids = torch.tensor(list(prompt_ids) + list(answer_ids), device=dev)
     n_p = len(prompt_ids)
     targets = ids[n_p:]
-    ghosted = ghost_layers(model, body, len(ids), ghost)
-    explicit = [k for k in body if k not in ghosted]
-    with hooked_sq_norms(params, explicit) as norms, ghost_linear_sq_norms(ghosted) as ghost_norms:
+    by_rule, explicit = choose_rules(model, body, len(ids), ghost)
+    with hooked_sq_norms(params, explicit) as norms, rule_hooks(by_rule, torch.ones_like(ids)[None]) as ruled:
         with torch.enable_grad():
             uniq, inv = torch.unique(ids, return_inverse=True)
             if need_rows:
@@ -189,25 +187,9 @@ def _forward_backward(model: Any, prompt_ids: Sequence[int], answer_ids: Sequenc
         if h_ans.requires_grad:
             dh = vocab_product(dz.to(w_out.dtype), w_out.detach())
             torch.autograd.backward(h_ans, grad_tensors=dh.to(h_ans.dtype))
-        # -------------------------------------------------- tied / head / embedding pieces
-        sq = norms.sq
-        sq.update(ghost_norms.sq)
-        H = h_ans.detach().double()
-        if need_head:
-            head_sq = ((dz @ dz.T).double() * (H @ H.T)).sum()
-        if need_rows:
-            r = rows.grad.double() if rows.grad is not None else torch.zeros_like(rows, dtype=torch.float64)
-            emb_sq = (r * r).sum()
-        if tied and need_rows:
-            cross = ((dz[:, uniq.to(dz.device)].double().T @ H) * r.to(dz.device)).sum()
-            sq[id(w_in)] = head_sq + 2 * cross + emb_sq.to(head_sq.device)
-        else:
-            if need_rows:
-                sq[id(w_in)] = emb_sq
-            if need_head:
-                sq[id(w_out)] = head_sq
-        if need_bias:
-            sq[id(bias)] = (dz.sum(0, dtype=torch.float64) ** 2).sum()
+        sq = {**norms.sq, **{k: v[0] for k, v in ruled.items()}}
+        r = (rows.grad if rows.grad is not None else torch.zeros_like(rows)) if need_rows else None
+        sq.update(head_and_embedding_sq(model, dz, h_ans.detach(), r, uniq, selected))
         sq_f = {k: float(v) for k, v in sq.items()}
     return gradient_pass(token_log_probs, sq_f, selected, names, members, per_group, time.perf_counter() - started,
                          _FIX)
@@ -226,22 +208,30 @@ def gradient_pass(token_log_probs: list[float], sq: Mapping[int, float], selecte
     return GradientPass(token_log_probs, total, group_sq, {names[k][0]: sq.get(k, 0.0) for k in selected}, seconds)
 
 
-def ghost_layers(model: Any, body: Sequence[int], rows: int, mode: str) -> dict[int, torch.nn.Linear]:
-    """The selected ``nn.Linear`` weights whose norms are taken the ghost way (see `hooks`)."""
-    if mode == "never":
-        return {}
-    chosen = set(body)
-    owners: dict[int, list[torch.nn.Module]] = {}
-    for mod in model.modules():
-        for p in mod.parameters(recurse=False):
-            owners.setdefault(id(p), []).append(mod)
-    out: dict[int, torch.nn.Linear] = {}
-    for k in chosen:
-        mods = owners.get(k, [])
-        if len(mods) != 1 or type(mods[0]) is not torch.nn.Linear or id(mods[0].weight) != k:
-            continue  # shared weights, subclasses and biases: explicit gradients
-        if mode == "always" or ghost_cost_prefers(rows, mods[0]):
-            out[k] = mods[0]
+def head_and_embedding_sq(model: Any, dz: torch.Tensor, h: torch.Tensor, r: torch.Tensor | None,
+                          tokens: torch.Tensor, selected: set[int]) -> dict[int, torch.Tensor]:
+    """One answer's squared norms of the input embedding, the LM head (tied or not) and its bias,
+    by ``id`` of each selected one, in float64 (see the module docstring).
+
+    ``dz`` (A×V): d log p / d logits at the answer's A positions; ``h`` (A×d): the hidden states
+    there; ``r`` (U×d): the gradient of the embedding rows of the answer's U distinct input
+    ``tokens`` (None when the embedding is not selected)."""
+    w_in, head = model.get_input_embeddings().weight, model.get_output_embeddings()
+    bias = getattr(head, "bias", None)
+    out: dict[int, torch.Tensor] = {}
+    need_head = id(head.weight) in selected
+    if need_head:
+        hd = h.double()
+        out[id(head.weight)] = ((dz @ dz.T).double() * (hd @ hd.T)).sum()
+    if r is not None and id(w_in) in selected:
+        rd = r.double()
+        emb_sq = (rd * rd).sum()
+        if w_in is head.weight:  # tied: ‖G_h + G_e‖² = ‖G_h‖² + 2⟨G_h, G_e⟩ + ‖G_e‖²
+            cross = ((dz[:, tokens.to(dz.device)].double().T @ h.double()) * rd.to(dz.device)).sum()
+            emb_sq = out[id(w_in)] + 2 * cross + emb_sq.to(dz.device)
+        out[id(w_in)] = emb_sq
+    if bias is not None and id(bias) in selected:
+        out[id(bias)] = (dz.sum(0, dtype=torch.float64) ** 2).sum()
     return out
 
 

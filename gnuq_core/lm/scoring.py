@@ -46,7 +46,7 @@ BACKENDS = ("fast", "reference")
 
 class BatchingFallback(UserWarning):
     """`score_many` scores one answer at a time because a selected parameter's module type has no
-    per-answer norm rule (`gnuq_core.lm.batched.register_norm_rule` adds one): same numbers, slower."""
+    per-answer norm rule (`gnuq_core.estimators.norm_rules.register_norm_rule` adds one): same numbers, slower."""
 
 
 @dataclass

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gnuq_core.lm.batched import NORM_RULES, batchable, batched_forward_backward, register_norm_rule, rule_for
+from gnuq_core.estimators.norm_rules import NORM_RULES, register_norm_rule, rule_for
+from gnuq_core.lm.batched import batchable, batched_forward_backward
 from gnuq_core.lm.gradient import forward_backward
 from gnuq_core.lm import scoring
 from gnuq_core.lm.scoring import score, score_many

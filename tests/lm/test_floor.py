@@ -34,15 +34,15 @@ def test_floor_with_grams_forms_the_gradient_pass_s_ghost_norms_and_nothing_else
     ghost way, with the same values, and still leaves no parameter gradient behind."""
     m = make()
     formed = []
-    real = floor.ghost_linear_sq_norms
+    real = floor.rule_hooks
 
     @contextmanager
-    def spy(layers):
-        with real(layers) as norms:
+    def spy(modules, mask):
+        with real(modules, mask) as norms:
             yield norms
-        formed.append((set(layers), dict(norms.floats())))
+        formed.append(({id(mod.weight) for mod in modules}, {k: float(v[0]) for k, v in norms.items()}))
 
-    monkeypatch.setattr(floor, "ghost_linear_sq_norms", spy)
+    monkeypatch.setattr(floor, "rule_hooks", spy)
     log_p = activation_backward(m, PROMPT, ANSWER, with_grams=True)
     assert log_p == pytest.approx(math.fsum(answer_log_probs(m, PROMPT, ANSWER)), rel=1e-5)
     assert all(p.grad is None for p in m.parameters())

@@ -13,7 +13,8 @@ import torch
 
 from gnuq_core.estimators.core import unique_params
 from gnuq_core.lm.anatomy import resolve_groups
-from gnuq_core.lm.gradient import ghost_layers, forward_backward, vocab_product
+from gnuq_core.estimators.norm_rules import choose_rules
+from gnuq_core.lm.gradient import forward_backward, vocab_product
 from tests.tiny_models import tiny_gemma, tiny_llama
 
 PROMPT = [1, 40, 0, 41, 42, 0, 43]  # contains the padding id 0 twice
@@ -161,10 +162,11 @@ def test_auto_chooses_per_layer_by_cost(models):
     q, k_proj, up = (m.model.layers[0].self_attn.q_proj, m.model.layers[0].self_attn.k_proj,
                      m.model.layers[0].mlp.up_proj)
     # d x k: q 16x16 (ghost while T < 8), k 16x8 (T < 5.33), up 16x32 (T < 10.67)
-    short = ghost_layers(m, body, 6, "auto")
-    assert id(q.weight) in short and id(up.weight) in short and id(k_proj.weight) not in short
-    assert ghost_layers(m, body, 11, "auto") == {}
-    assert len(ghost_layers(m, body, 1000, "always")) == len(body) and ghost_layers(m, body, 1, "never") == {}
+    short = choose_rules(m, body, 6, "auto")[0]
+    assert q in short and up in short and k_proj not in short
+    assert choose_rules(m, body, 11, "auto") == ({}, body)
+    assert sum(map(len, choose_rules(m, body, 1000, "always")[0].values())) == len(body)
+    assert choose_rules(m, body, 1, "never") == ({}, body)
     with pytest.raises(ValueError, match="ghost='sometimes'"):
         forward_backward(m, PROMPT, ANSWERS[1], ghost="sometimes")
 
