@@ -169,6 +169,16 @@ class Result:
     def __getitem__(self, name: str) -> Any:
         return self.values[name]
 
+    def show(self, *names: str, optional: Sequence[str] = ()) -> None:
+        """Display the tables ``names`` in that order (each must exist), then those of ``optional``
+        this build made (a table made only where its data allow it; the page's text says when)."""
+        from IPython.display import display
+
+        missing = [n for n in names if n not in self.tables]
+        if missing:
+            raise KeyError(f"the chapter made no table {missing[0]!r}; it made {', '.join(sorted(self.tables))}")
+        display(*(self.tables[n] for n in names), *(self.tables[n] for n in optional if n in self.tables))
+
 
 def profile_values(params: ChapterParams, profiles: tuple[str, ...] = ("smoke", "quick")) -> dict[str, Any]:
     """``{"smoke_n_mc": 400, "quick_n_mc": 2000, …}``: every parameter of ``params``'s chapter as the

@@ -227,7 +227,7 @@ def _baselines(p: Params, runs: dict[tuple[str, str], list[dict[str, Any]]], out
     """Registry scores vs the published formulas, and qa.auroc's AUROC and PRR vs independent code.
 
     A run whose questions cannot be loaded is compared on its scores only; a note saying so
-    is kept in ``data["baseline_notes"]``.
+    is kept in ``tables["baseline_notes"]``.
     """
     from IPython.display import Markdown
 
@@ -243,8 +243,9 @@ def _baselines(p: Params, runs: dict[tuple[str, str], list[dict[str, Any]]], out
             metric_tabs.append(xbase.compare_metrics(table, list(xbase.BASELINES) + list(METRIC_SCORES),
                                                      label=f"{m} · {d}"))
         except (FileNotFoundError, KeyError, ValueError) as err:  # no question file: scores only
-            notes.append(Markdown(f"*{m} · {d}: no labels ({err}); scores compared, AUROC/PRR skipped.*"))
-    out.data["baseline_notes"] = notes
+            notes.append(f"*{m} · {d}: no labels ({err}); scores compared, AUROC/PRR skipped.*")
+    if notes:
+        out.tables["baseline_notes"] = Markdown("\n\n".join(notes))
     base = agreement.frame([r for t in base_tabs for r in t.to_dict("records")])
     metrics = agreement.frame([r for t in metric_tabs for r in t.to_dict("records")])
     out.values.update(xc_base_records=n_records, xc_base_runs=len(runs))
@@ -314,10 +315,10 @@ def run(p: Params, qa_root: str | Path | None = None) -> Result:
     Result
         ``values``: the glued numbers and verdicts (``xc_*``); ``tables``: ``laplace``,
         ``spectra``, ``slq``, ``gradnorm``, ``baselines`` (a note when there are no stored
-        records), ``metrics`` (only when some run has labels) and ``polygraph`` (LM-Polygraph's
-        metric code on the labelled runs, or a note); ``data``: ``frames`` (the agreement
-        frames by table name), ``baseline_notes`` (runs compared without labels) and
-        ``score_tables`` (the labelled runs' score tables).
+        records), ``baseline_notes`` (only when some run was compared without labels),
+        ``metrics`` (only when some run has labels) and ``polygraph`` (LM-Polygraph's metric
+        code on the labelled runs, or a note); ``data``: ``frames`` (the agreement frames by
+        table name) and ``score_tables`` (the labelled runs' score tables).
     """
     started = time.perf_counter()
     out = Result()

@@ -645,13 +645,13 @@ def _gpu(out: Result) -> None:
     """A committed GPU run of this benchmark version (`gpu_results`): its machine in words and its two tables."""
     gres = gpu_results()
     if gres is None:
-        out.data["gpu_note"] = Markdown("No GPU results of this benchmark version are committed "
-                                        "(`bench/gpu_results.json`).")
+        out.tables["gpu_note"] = Markdown("No GPU results of this benchmark version are committed "
+                                          "(`bench/gpu_results.json`).")
         return
     gm = gres["machine"]
-    out.data["gpu_note"] = Markdown(f"GPU results from **{gm.get('gpu') or gm.get('device')}** "
-                                    f"(torch {gres['versions'].get('torch')}, commit "
-                                    f"`{gres['git'].get('commit', '?')[:12]}`):")
+    out.tables["gpu_note"] = Markdown(f"GPU results from **{gm.get('gpu') or gm.get('device')}** "
+                                      f"(torch {gres['versions'].get('torch')}, commit "
+                                      f"`{gres['git'].get('commit', '?')[:12]}`):")
     out.tables["gpu_floor"] = floor_table(report.floor_rows(gres))
     out.tables["gpu_speedup"] = rows_table(report.speedup_rows(gres))
 
@@ -680,7 +680,7 @@ def run(p: Params, store: Any, profile: str, *, data_dir: str | None = None) -> 
         ``memory`` and ``operators`` (where measured), ``gpu_floor`` and ``gpu_speedup``
         (where a GPU run is committed); ``data`` ``bench`` (the benchmark's results dict,
         also written to ``07_efficiency.bench.json`` beside the executed chapter) and
-        ``gpu_note`` (a sentence on the GPU results).
+        ``gpu_note`` (a sentence on the GPU results, among the tables).
     """
     del store  # nothing of this chapter goes through the results store
     res = run_bench(bench_config_of(p), data_dir=data_dir, progress=False)

@@ -281,5 +281,9 @@ def run(p: Params, profile: str, built_at: str = "") -> Result:
     for name, tab in (("parts", _parts_table(rows, profile, edition)), ("robustness", _robustness_table(rows, profile))):
         if tab is not None:
             out.tables[name] = tab
+    if "robustness" not in out.tables:
+        from IPython.display import Markdown
+
+        out.tables["robustness"] = Markdown("No claim was judged under several readings in this build.")
     out.data["rows"] = rows
     return out

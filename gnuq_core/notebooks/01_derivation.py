@@ -30,8 +30,7 @@
 # with a probability output.
 
 # %% tags=["parameters"]
-profile = "quick"  # injected by the chapter runner
-overrides = {}  # parameters changed from the profile (the runner's --set)
+profile, overrides = "quick", {}  # injected by the chapter runner (its --profile and --set)
 
 # %% tags=["remove-cell"]
 from gnuq_core.chapters import derivation

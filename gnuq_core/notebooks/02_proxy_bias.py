@@ -45,11 +45,9 @@
 # correlation $\rho$ of its variances with the reference's, over query points.
 
 # %% tags=["parameters"]
-profile = "quick"  # injected by the chapter runner
-overrides = {}  # parameters changed from the profile (the runner's --set)
+profile, overrides = "quick", {}  # injected by the chapter runner (its --profile and --set)
 
 # %% tags=["remove-cell"]
-from IPython.display import display
 
 from gnuq_core.chapters import proxy_bias
 from gnuq_core.chapters.base import glue_figure, glue_values, start
@@ -78,7 +76,7 @@ result = proxy_bias.run(params, store, profile)  # both experiments, and claim C
 glue_values(result, params)  # and the preview profiles' values the exercises quote
 
 # %%
-display(result.tables["sweep"])
+result.show("sweep")
 glue_figure("fig_rho_vs_shift", proxy_bias.figure_rho_vs_shift(result, params))
 
 # %% [markdown]
@@ -156,7 +154,7 @@ glue_figure("fig_gain_loss", proxy_bias.figure_gain_loss(result, params))
 # - *query points*: the last TruthfulQA quarter plus as many other TriviaQA questions.
 
 # %%
-display(result.tables["text"])
+result.show("text")
 glue_figure("fig_text_rho", proxy_bias.figure_text_rho(result))
 
 # %% [markdown]

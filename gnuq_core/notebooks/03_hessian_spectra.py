@@ -42,11 +42,9 @@
 # then that error directly.
 
 # %% tags=["parameters"]
-profile = "quick"  # injected by the chapter runner
-overrides = {}  # parameters changed from the profile (the runner's --set)
+profile, overrides = "quick", {}  # injected by the chapter runner (its --profile and --set)
 
 # %% tags=["remove-cell"]
-from IPython.display import display
 
 from gnuq_core.chapters import spectra
 from gnuq_core.chapters.base import glue_figure, glue_values, start
@@ -74,7 +72,7 @@ params, store, prov = start(spectra, profile, overrides)  # one call: chapters.b
 # %%
 result = spectra.run(params, store, profile)  # the three parts, and claim C5
 glue_values(result, params)  # and the preview profiles' values the exercises quote
-display(result.tables["spectra"])
+result.show("spectra")
 glue_figure("fig_exact_spectra", spectra.figure_exact_spectra(result, params))
 
 # %% [markdown]
@@ -186,7 +184,7 @@ glue_figure("fig_slq_lm", spectra.figure_slq_lm(result))
 
 # %%
 glue_figure("fig_damping", spectra.figure_damping(result, params))
-display(result.tables["rho"])
+result.show("rho")
 
 # %% [markdown]
 # ```{glue:figure} fig_damping

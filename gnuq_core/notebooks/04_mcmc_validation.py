@@ -62,11 +62,9 @@
 # ```
 
 # %% tags=["parameters"]
-profile = "quick"  # injected by the chapter runner
-overrides = {}  # parameters changed from the profile (the runner's --set)
+profile, overrides = "quick", {}  # injected by the chapter runner (its --profile and --set)
 
 # %% tags=["remove-cell"]
-from IPython.display import display
 
 from gnuq_core.chapters import mcmc
 from gnuq_core.chapters.base import glue_figure, glue_values, start
@@ -105,7 +103,7 @@ glue_values(result, params)  # and the preview profiles' values the exercises qu
 # itself.
 
 # %%
-display(result.tables["diagnostics"])
+result.show("diagnostics")
 
 # %% [markdown]
 # Across all runs there were {glue:text}`total_divergences` divergent transitions, the largest
@@ -212,7 +210,7 @@ glue_figure("fig_scatter", mcmc.figure_scatter(result, params))
 # variation (with few seeds that level is coarse).
 
 # %%
-display(result.tables["agreement"])
+result.show("agreement")
 
 # %% [markdown]
 # The last two columns are the **magnitude view**: after fitting the single scale σ² that best maps
@@ -285,7 +283,7 @@ glue_figure("fig_t1_problems", mcmc.figure_problems(result, params))
 # {glue:text}`t1_closer`. Rows the paper leaves out (multiclass LA) are ours, beyond its table.
 
 # %%
-display(result.tables["table1"])
+result.show("table1")
 
 # %%
 glue_figure("fig_t1_spirals", mcmc.figure_table1_maps(result, params, "multiclass_spirals"))
@@ -419,10 +417,7 @@ for name in ("binary_linear", "binary_xor", "binary_rings", "multiclass_clusters
 # why the comparison with the GLM predictive is harder for it.
 
 # %%
-display(result.tables["per_setting"])
-
-# %%
-display(result.tables["where_it_works"])
+result.show("per_setting", "where_it_works")
 
 # %% [markdown]
 # ```{admonition} What to take away

@@ -44,11 +44,9 @@
 # $\lVert g\rVert^2$ up to scale when $\Sigma_0 \propto I$. We measure that share directly.
 
 # %% tags=["parameters"]
-profile = "quick"  # injected by the chapter runner
-overrides = {}  # parameters changed from the profile (the runner's --set)
+profile, overrides = "quick", {}  # injected by the chapter runner (its --profile and --set)
 
 # %% tags=["remove-cell"]
-from IPython.display import display
 
 from gnuq_core.chapters import scaling
 from gnuq_core.chapters.base import glue_figure, glue_values, start
@@ -79,7 +77,7 @@ glue_values(result, params)  # and the preview profiles' values the exercises qu
 # ```
 
 # %%
-display(result.tables["health"])
+result.show("health")
 
 # %% [markdown]
 # In total {glue:text}`sc_divergences` divergent transitions; the lowest split agreement was
@@ -96,8 +94,7 @@ display(result.tables["health"])
 # everything below; their NUTS references are kept.
 
 # %%
-if "undefined" in result.tables:  # only when some setting's ρ is undefined
-    display(result.tables["undefined"])
+result.show(optional=["undefined"])  # only when some setting's ρ is undefined
 
 # %% [markdown]
 # In this run {glue:text}`n_undefined` settings have an undefined ρ (listed above with the largest
@@ -126,7 +123,7 @@ glue_figure("fig_scaling", scaling.figure_scaling(result, params))
 # ```
 
 # %%
-display(result.tables["trends"])
+result.show("trends")
 
 # %% [markdown]
 # The table gives the slope of ρ per decade of parameters, pooled and per problem, prior and query
@@ -164,7 +161,7 @@ display(result.tables["trends"])
 # is left out for it: a ρ is never dropped for its value.
 
 # %%
-display(result.tables["worst_series"])
+result.show("worst_series")
 
 # %% [markdown]
 # ## Why: the tangent-kernel view
@@ -210,7 +207,7 @@ glue_figure("fig_ntk", scaling.figure_ntk(result, params))
 # distance of the query from the origin is {glue:text}`dist_fan_in:.2f` and {glue:text}`dist_plain:.2f`.
 
 # %%
-display(result.tables["by_size"])
+result.show("by_size")
 
 # %% [markdown]
 # (trend-table-1)=
@@ -240,8 +237,7 @@ glue_figure("fig_trend", scaling.figure_trend(result, params))
 # ```
 
 # %%
-if "trend" in result.tables:
-    display(result.tables["trend"])
+result.show(optional=["trend"])
 
 # %% [markdown]
 # (claim-c2)=

@@ -58,11 +58,9 @@
 # ```
 
 # %% tags=["parameters"]
-profile = "quick"  # injected by the chapter runner
-overrides = {}  # parameters changed from the profile (the runner's --set)
+profile, overrides = "quick", {}  # injected by the chapter runner (its --profile and --set)
 
 # %% tags=["remove-cell"]
-from IPython.display import display
 
 from gnuq_core.chapters import qa
 from gnuq_core.chapters.base import glue, glue_figure, glue_values, start
@@ -153,7 +151,7 @@ glue_values(result, params)  # and the preview profiles' values the exercises qu
 # (the offline all-MiniLM-L6-v2 encoder the engine uses for semantic clustering).
 
 # %%
-display(result.tables["agreement"])
+result.show("agreement")
 
 # %% [markdown]
 # On TriviaQA the echo rule takes {glue:text}`echo_share_smollm2:.1%` of SmolLM2's
@@ -175,8 +173,7 @@ display(result.tables["agreement"])
 # truly correct) and **recall** (of the truly correct answers, the share it finds):
 
 # %%
-if "audit" in result.tables:  # only where the audit's labels are about this build's answers
-    display(result.tables["audit"])
+result.show(optional=["audit"])  # only where the audit's labels are about this build's answers
 
 # %% [markdown]
 # ```{glue} audit_findings
@@ -189,8 +186,7 @@ if "audit" in result.tables:  # only where the audit's labels are about this bui
 # primary label, show what the models write:
 
 # %%
-for d in qa.DATASETS:
-    display(result.tables[f"examples_{d}"])
+result.show(*(f"examples_{d}" for d in qa.DATASETS))
 
 # %% [markdown]
 # ## 3. How good are the models?
@@ -201,7 +197,7 @@ for d in qa.DATASETS:
 # {glue:text}`n_mc` questions.
 
 # %%
-display(result.tables["accuracy"])
+result.show("accuracy")
 
 # %% [markdown]
 # ## 4. Answer lengths
@@ -212,7 +208,7 @@ display(result.tables["accuracy"])
 
 # %%
 glue_figure("fig_lengths", qa.figure_lengths(result, params))
-display(result.tables["lengths"])
+result.show("lengths")
 
 # %% [markdown]
 # ```{glue:figure} fig_lengths
@@ -240,8 +236,7 @@ display(result.tables["lengths"])
 # versions are evaluated as scores in their own right below.
 
 # %%
-display(result.tables["rho_p"])
-display(result.tables["rho_length"])
+result.show("rho_p", "rho_length")
 
 # %% [markdown]
 # Across model × dataset, Spearman ρ between the epistemic score and $p$ lies between
@@ -259,7 +254,7 @@ display(result.tables["rho_length"])
 # between random and oracle rejection that the score closes {cite}`malinin2021uncertainty`).
 
 # %%
-display(result.tables["auroc"])
+result.show("auroc")
 
 # %%
 glue_figure("fig_roc", qa.figure_roc(result, params))
@@ -275,7 +270,7 @@ glue_figure("fig_roc", qa.figure_roc(result, params))
 # The full table with intervals and PRR:
 
 # %%
-display(result.tables["auroc_full"])
+result.show("auroc_full")
 
 # %% [markdown]
 # ### Sequence or length-normalised $p$?
@@ -286,7 +281,7 @@ display(result.tables["auroc_full"])
 # definitions on the same answers.
 
 # %%
-display(result.tables["ablation"])
+result.show("ablation")
 
 # %% [markdown]
 # (table-2)=
@@ -309,14 +304,14 @@ display(result.tables["ablation"])
 # {glue:text}`t2_rule_changes` (the ledger shows both beside each cell).
 
 # %%
-display(result.tables["table2"])
+result.show("table2")
 
 # %% [markdown]
 # Per model (the analogue of the paper's Table 11; ours are two models of 135 M and 270 M
 # parameters, the paper's four of 7 B and more):
 
 # %%
-display(result.tables["table2_models"])
+result.show("table2_models")
 
 # %% [markdown]
 # The paper also says that epistemic and P(True) are only weakly correlated, Spearman ρ ≈
@@ -327,7 +322,7 @@ display(result.tables["table2_models"])
 # value:
 
 # %%
-display(result.tables["rho_epi_ptrue"])
+result.show("rho_epi_ptrue")
 
 # %% [markdown]
 # On TruthfulQA the paper's combined estimate "significantly" outperforms P(True) and the entropy
@@ -339,7 +334,7 @@ display(result.tables["rho_epi_ptrue"])
 # the statement is **{glue:text}`sig_verdict`** here.
 
 # %%
-display(result.tables["significance"])
+result.show("significance")
 
 # %% [markdown]
 # Model by model (its Table 11), the paper says that on TruthfulQA the combined estimate is at least
@@ -354,7 +349,7 @@ display(result.tables["significance"])
 # epistemic does better ({glue:text}`pm_helps`) is model-dependent: **{glue:text}`pm_dependent_verdict`**.
 
 # %%
-display(result.tables["per_model_statements"])
+result.show("per_model_statements")
 
 # %% [markdown]
 # (qa-variants)=
@@ -371,8 +366,7 @@ display(result.tables["per_model_statements"])
 
 # %%
 glue_figure("fig_layers", qa.figure_layers(result, params))
-display(result.tables["group_auroc"])
-display(result.tables["group_epistemic_auroc"])
+result.show("group_auroc", "group_epistemic_auroc")
 
 # %% [markdown]
 # ```{glue:figure} fig_layers
@@ -408,7 +402,7 @@ glue("qa_variants_table", result.tables["variants"], display=True)
 # the per-group AUROCs are very noisy; the full profile has 817 per model.
 
 # %%
-display(result.tables["categories"])
+result.show("categories")
 
 # %% [markdown]
 # ## 9. Does a raw threshold transfer between models? (C9)
@@ -421,10 +415,9 @@ display(result.tables["categories"])
 # only the *scale* can fail to transfer.
 
 # %%
-if "transfers" in result.tables:  # only where both models have right and wrong answers
-    display(result.tables["transfers"])
+result.show(optional=["transfers"])  # only where both models have right and wrong answers
 glue_figure("fig_scales", qa.figure_scales(result, params))
-display(result.tables["scales"])
+result.show("scales")
 
 # %% [markdown]
 # ```{glue:figure} fig_scales
@@ -460,7 +453,7 @@ display(result.tables["scales"])
 # normalisation (a constant shift of one feature); only its decisions move.
 
 # %%
-display(result.tables["classifier_transfer"])
+result.show("classifier_transfer")
 
 # %% [markdown]
 # ## 10. The claims
@@ -481,9 +474,8 @@ display(result.tables["classifier_transfer"])
 # gate is *inconclusive*, with the reason in the ledger; models left out are named below.
 
 # %%
-for name in qa.CLAIM_TABLES:  # mean AUROCs, verdicts, evidence, differences, parts, readings, hand labels, cap
-    if name in result.tables:
-        display(result.tables[name])
+# mean AUROCs, verdicts, evidence, differences, parts, readings, hand labels, cap: those this build made
+result.show(optional=qa.CLAIM_TABLES)
 
 # %% [markdown]
 # ```{glue} qa_gate_reasons

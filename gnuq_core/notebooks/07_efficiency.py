@@ -59,11 +59,9 @@
 # interval that resamples questions.
 
 # %% tags=["parameters"]
-profile = "quick"  # injected by the chapter runner
-overrides = {}  # parameters changed from the profile (the runner's --set)
+profile, overrides = "quick", {}  # injected by the chapter runner (its --profile and --set)
 
 # %% tags=["remove-cell"]
-from IPython.display import display
 
 from gnuq_core.chapters import efficiency
 from gnuq_core.chapters.base import glue, glue_figure, glue_values, start
@@ -98,7 +96,7 @@ glue_values(result, params)  # and the preview profiles' values the exercises qu
 # row; the scores named in each row are those of the registry.
 
 # %%
-display(result.tables["costs"])
+result.show("costs")
 
 # %% [markdown]
 # ## Against the floor: gradient pass ÷ one forward
@@ -183,7 +181,7 @@ glue("variants_table", result.tables["variants"], display=True)
 # generation that every method shares (and with it).
 
 # %%
-display(result.tables["speedup"])
+result.show("speedup")
 glue_figure("fig_speedup", efficiency.figure_speedup(result))
 
 # %% [markdown]
@@ -241,7 +239,7 @@ glue_figure("fig_speedup", efficiency.figure_speedup(result))
 # within a round (median over rounds, 95% interval over questions).
 
 # %%
-display(result.tables["gap"])
+result.show("gap")
 
 # %% [markdown]
 # Measured: {glue:md}`gap_list`.
@@ -272,7 +270,7 @@ display(result.tables["gap"])
 # scoring to 1e-6 in float64 (tested). The same answers, scored B at a time:
 
 # %%
-display(result.tables["batching"])
+result.show("batching")
 
 # %% [markdown]
 # Best per model: {glue:md}`batching_list`. The column checks ÷ passes is what `score_many`'s checks
@@ -295,7 +293,7 @@ display(result.tables["batching"])
 # rounds); a method that could not run says why.
 
 # %%
-display(result.tables["peers"])
+result.show("peers")
 
 # %% [markdown]
 # Where gnuq stands, at each model's largest batch: {glue:md}`peer_words`.
@@ -335,8 +333,7 @@ glue("throughput_table", result.tables["throughput"], display=True)  # a sentenc
 # {glue:text}`mem_target` of one full fp32 gradient of the model.
 
 # %%
-if "memory" in result.tables:  # only where peak memory was measured
-    display(result.tables["memory"])
+result.show(optional=["memory"])  # only where peak memory was measured
 
 # %% [markdown]
 # The largest extra peak of the gradient pass, relative to one fp32 gradient, is
@@ -377,8 +374,7 @@ glue_figure("fig_scaling", efficiency.figure_scaling(result))
 # operators by self time:
 
 # %%
-if "operators" in result.tables:  # only where the profiler ran
-    display(result.tables["operators"])
+result.show(optional=["operators"])  # only where the profiler ran
 
 # %% [markdown]
 # Matrix products (`aten::mm`, `aten::addmm`, `aten::bmm`, attention) take
@@ -395,10 +391,7 @@ if "operators" in result.tables:  # only where the profiler ran
 # When its results are committed as `bench/gpu_results.json`, they appear here.
 
 # %%
-display(result.data["gpu_note"])
-for name in ("gpu_floor", "gpu_speedup"):  # only where bench/gpu_results.json is of this benchmark version
-    if name in result.tables:
-        display(result.tables[name])
+result.show("gpu_note", optional=["gpu_floor", "gpu_speedup"])  # tables: where bench/gpu_results.json is of this version
 
 # %% [markdown]
 # ## Summary

@@ -32,11 +32,9 @@
 # perturbed input that must be reported as a disagreement, so a regression fails CI.
 
 # %% tags=["parameters"]
-profile = "quick"  # injected by the chapter runner
-overrides = {}  # parameters changed from the profile (the runner's --set)
+profile, overrides = "quick", {}  # injected by the chapter runner (its --profile and --set)
 
 # %% tags=["remove-cell"]
-from IPython.display import display
 
 from gnuq_core.chapters import cross_checks
 from gnuq_core.chapters.base import glue_values, start
@@ -64,7 +62,7 @@ params, store, prov = start(cross_checks, profile, overrides, store=False)  # on
 # %%
 result = cross_checks.run(params)  # every comparison of the chapter, in the page's order
 glue_values(result)
-display(result.tables["laplace"])
+result.show("laplace")
 
 # %% [markdown]
 # Over {glue:text}`xc_laplace_cases` cases (two moons and gap regression, both priors) the
@@ -120,7 +118,7 @@ display(result.tables["laplace"])
 # `torch.autograd.functional.hvp`.
 
 # %%
-display(result.tables["spectra"])
+result.show("spectra")
 
 # %% [markdown]
 # Eigenvalue rows: a converged Lanczos run on a float64 matrix gives its extreme eigenvalues
@@ -129,7 +127,7 @@ display(result.tables["spectra"])
 # LM block's: their tolerance is 10⁻⁴ of the largest entry.
 
 # %%
-display(result.tables["slq"])
+result.show("slq")
 
 # %% [markdown]
 # SLQ is a Monte-Carlo estimate from a few random probes, so its error is counted in standard
@@ -165,7 +163,7 @@ display(result.tables["slq"])
 # question/answer pairs.
 
 # %%
-display(result.tables["gradnorm"])
+result.show("gradnorm")
 
 # %% [markdown]
 # On {glue:text}`xc_grad_answers` answers of {glue:text}`xc_grad_models`, the engine and plain
@@ -197,9 +195,7 @@ display(result.tables["gradnorm"])
 # Kuhn et al. (2023) with unnormalised class probabilities, not Farquhar et al.'s (2024).
 
 # %%
-display(*result.data["baseline_notes"], result.tables["baselines"])  # notes: runs without labels
-if "metrics" in result.tables:
-    display(result.tables["metrics"])
+result.show("baselines", optional=["baseline_notes", "metrics"])  # notes: runs compared without labels
 
 # %% [markdown]
 # Over {glue:text}`xc_base_records` stored records in {glue:text}`xc_base_runs` runs, the
@@ -228,7 +224,7 @@ if "metrics" in result.tables:
 # as its `UEManager` computes it (`gnuq_core.crosscheck.polygraph`).
 
 # %%
-display(result.tables["polygraph"])
+result.show("polygraph")
 
 # %% [markdown]
 # Best by LM-Polygraph's normalised PRR, per run: {glue:md}`xc_pg_top`. Over

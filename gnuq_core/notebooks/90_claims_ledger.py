@@ -23,11 +23,9 @@
 # chapter that ran but did not report a claim it owns fails this page's build.
 
 # %% tags=["parameters"]
-profile = "quick"  # injected by the chapter runner
-overrides = {}  # the ledger has no parameters of its own
+profile, overrides = "quick", {}  # injected by the chapter runner (its --profile and --set)
 
 # %% tags=["remove-cell"]
-from IPython.display import display
 
 from gnuq_core.chapters import ledger
 from gnuq_core.chapters.base import glue_values, start
@@ -95,11 +93,8 @@ glue_values(result)
 # (the chapter's readings table shows which readings flip it).
 
 # %%
-for name in ("parts", "robustness"):
-    if name in result.tables:
-        display(result.tables[name])
-if "robustness" not in result.tables:
-    print("No claim was judged under several readings in this build.")
+result.show(optional=["parts"])
+result.show("robustness")  # a sentence where no claim was judged under several readings
 
 # %% [markdown]
 # ```{glue} cross_check_links

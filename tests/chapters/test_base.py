@@ -83,3 +83,35 @@ def test_a_chapters_set_up_is_one_call_and_every_notebook_makes_it(monkeypatch, 
     for source in chapters():
         text = source.read_text()
         assert text.count("start(") == 1 and "warnings." not in text and "Provenance" not in text, source.name
+
+
+def test_the_notebooks_narrate_and_call_in_few_code_lines() -> None:
+    """Architecture II's budget: every notebook's code (blank and comment lines aside, the
+    parameters cells included) is at most 150 lines in all; a table is shown by name
+    (`Result.show`), so a page never tests for a table itself."""
+    from gnuq_core.repro.profiles import chapters
+
+    total = 0
+    for source in chapters():
+        kind = None
+        for line in source.read_text().splitlines():
+            if line.startswith("# %%"):
+                kind = "markdown" if "[markdown]" in line else "code"
+            elif kind == "code" and line.strip() and not line.lstrip().startswith("#"):
+                total += 1
+                assert "in result.tables" not in line, f"{source.name}: {line.strip()} (use result.show(optional=...))"
+    assert total <= 150, f"the notebooks hold {total} code lines (at most 150)"
+
+
+def test_show_displays_tables_by_name_and_refuses_a_missing_one(monkeypatch) -> None:
+    import IPython.display
+
+    from gnuq_core.chapters.base import Result
+
+    shown: list = []
+    monkeypatch.setattr(IPython.display, "display", lambda *objs: shown.append(objs))
+    result = Result(tables={"a": "A", "b": "B", "maybe": "M"})
+    result.show("b", "a", optional=["absent", "maybe"])
+    assert shown == [("B", "A", "M")]
+    with pytest.raises(KeyError, match="no table 'c'; it made a, b, maybe"):
+        result.show("c")

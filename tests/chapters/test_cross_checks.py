@@ -70,7 +70,8 @@ def test_every_comparison_agrees_and_is_glued(ran) -> None:
 
 
 def test_tables_and_the_run_without_labels(ran) -> None:
-    assert list(ran.tables) == ["laplace", "spectra", "slq", "gradnorm", "baselines", "metrics", "polygraph"]
+    assert list(ran.tables) == ["laplace", "spectra", "slq", "gradnorm", "baseline_notes", "baselines", "metrics",
+                                "polygraph"]
     from gnuq_core.crosscheck import polygraph
 
     if polygraph.available():  # the polygraph extra: LM-Polygraph ranks the labelled run's scores
@@ -79,7 +80,7 @@ def test_tables_and_the_run_without_labels(ran) -> None:
     else:
         assert "LM-Polygraph is not installed" in ran.tables["polygraph"].data
     assert len(ran.data["frames"]["laplace"]) == 5  # f, GGN, Hessian, ‖∇θ p‖², GLM predictive
-    notes = [n.data for n in ran.data["baseline_notes"]]
+    notes = ran.tables["baseline_notes"].data.split("\n\n")
     assert len(notes) == 1 and notes[0].startswith("*m · truthfulqa: no labels")
     assert set(ran.data["frames"]["metrics"]["case"]) == {"m · triviaqa"}
 
