@@ -9,7 +9,10 @@ and shows the figures. The science packages (`gnuq_core.estimators`, `gnuq_core.
 `gnuq_core.isotropy`, …) do not know about chapters.
 
 `MODULES` maps each notebook stem to its module (chapters not yet moved here still
-compute in their notebook; the runner checks those through their parameters cell).
+compute in their notebook; the runner checks those through their parameters cell). A notebook
+imports its module and the page's calls from here in one line:
+``from gnuq_core.chapters import glue_figure, glue_values, mcmc, start`` (`base`'s ``start``,
+``glue``, ``glue_figure``, ``glue_values``).
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-__all__ = ["MODULES", "module_for"]
+from gnuq_core.chapters.base import glue, glue_figure, glue_values, start
+
+__all__ = ["MODULES", "module_for", "start", "glue", "glue_figure", "glue_values"]
 
 MODULES: dict[str, str] = {
     "01_derivation": "gnuq_core.chapters.derivation",

@@ -30,11 +30,11 @@
 # with a probability output.
 
 # %% tags=["parameters"]
-profile, overrides = "quick", {}  # injected by the chapter runner (its --profile and --set)
+profile = "quick"  # injected by the chapter runner (its --profile)
+overrides = {}  # and its --set: parameters changed from the profile
 
 # %% tags=["remove-cell"]
-from gnuq_core.chapters import derivation
-from gnuq_core.chapters.base import glue_figure, glue_values, start
+from gnuq_core.chapters import derivation, glue_figure, glue_values, start
 
 params, store, prov = start(derivation, profile, overrides, store=False)  # one call: chapters.base.start
 

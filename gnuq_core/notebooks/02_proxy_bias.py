@@ -45,12 +45,12 @@
 # correlation $\rho$ of its variances with the reference's, over query points.
 
 # %% tags=["parameters"]
-profile, overrides = "quick", {}  # injected by the chapter runner (its --profile and --set)
+profile = "quick"  # injected by the chapter runner (its --profile)
+overrides = {}  # and its --set: parameters changed from the profile
 
 # %% tags=["remove-cell"]
 
-from gnuq_core.chapters import proxy_bias
-from gnuq_core.chapters.base import glue_figure, glue_values, start
+from gnuq_core.chapters import glue_figure, glue_values, proxy_bias, start
 
 params, store, prov = start(proxy_bias, profile, overrides)  # one call: chapters.base.start
 

@@ -62,12 +62,12 @@
 # ```
 
 # %% tags=["parameters"]
-profile, overrides = "quick", {}  # injected by the chapter runner (its --profile and --set)
+profile = "quick"  # injected by the chapter runner (its --profile)
+overrides = {}  # and its --set: parameters changed from the profile
 
 # %% tags=["remove-cell"]
 
-from gnuq_core.chapters import mcmc
-from gnuq_core.chapters.base import glue_figure, glue_values, start
+from gnuq_core.chapters import glue_figure, glue_values, mcmc, start
 
 params, store, prov = start(mcmc, profile, overrides)  # one call: chapters.base.start
 

@@ -44,12 +44,12 @@
 # $\lVert g\rVert^2$ up to scale when $\Sigma_0 \propto I$. We measure that share directly.
 
 # %% tags=["parameters"]
-profile, overrides = "quick", {}  # injected by the chapter runner (its --profile and --set)
+profile = "quick"  # injected by the chapter runner (its --profile)
+overrides = {}  # and its --set: parameters changed from the profile
 
 # %% tags=["remove-cell"]
 
-from gnuq_core.chapters import scaling
-from gnuq_core.chapters.base import glue_figure, glue_values, start
+from gnuq_core.chapters import glue_figure, glue_values, scaling, start
 
 params, store, prov = start(scaling, profile, overrides)  # one call: chapters.base.start
 

@@ -58,12 +58,12 @@
 # ```
 
 # %% tags=["parameters"]
-profile, overrides = "quick", {}  # injected by the chapter runner (its --profile and --set)
+profile = "quick"  # injected by the chapter runner (its --profile)
+overrides = {}  # and its --set: parameters changed from the profile
 
 # %% tags=["remove-cell"]
 
-from gnuq_core.chapters import qa
-from gnuq_core.chapters.base import glue, glue_figure, glue_values, start
+from gnuq_core.chapters import glue, glue_figure, glue_values, qa, start
 
 params, store, prov = start(qa, profile, overrides)  # one call: chapters.base.start
 

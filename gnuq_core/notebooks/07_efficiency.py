@@ -59,12 +59,12 @@
 # interval that resamples questions.
 
 # %% tags=["parameters"]
-profile, overrides = "quick", {}  # injected by the chapter runner (its --profile and --set)
+profile = "quick"  # injected by the chapter runner (its --profile)
+overrides = {}  # and its --set: parameters changed from the profile
 
 # %% tags=["remove-cell"]
 
-from gnuq_core.chapters import efficiency
-from gnuq_core.chapters.base import glue, glue_figure, glue_values, start
+from gnuq_core.chapters import efficiency, glue, glue_figure, glue_values, start
 
 params, store, prov = start(efficiency, profile, overrides, store=False)  # one call: chapters.base.start
 

@@ -32,12 +32,12 @@
 # perturbed input that must be reported as a disagreement, so a regression fails CI.
 
 # %% tags=["parameters"]
-profile, overrides = "quick", {}  # injected by the chapter runner (its --profile and --set)
+profile = "quick"  # injected by the chapter runner (its --profile)
+overrides = {}  # and its --set: parameters changed from the profile
 
 # %% tags=["remove-cell"]
 
-from gnuq_core.chapters import cross_checks
-from gnuq_core.chapters.base import glue_values, start
+from gnuq_core.chapters import cross_checks, glue_values, start
 
 params, store, prov = start(cross_checks, profile, overrides, store=False)  # one call: chapters.base.start
 

@@ -23,12 +23,12 @@
 # chapter that ran but did not report a claim it owns fails this page's build.
 
 # %% tags=["parameters"]
-profile, overrides = "quick", {}  # injected by the chapter runner (its --profile and --set)
+profile = "quick"  # injected by the chapter runner (its --profile)
+overrides = {}  # and its --set: parameters changed from the profile
 
 # %% tags=["remove-cell"]
 
-from gnuq_core.chapters import ledger
-from gnuq_core.chapters.base import glue_values, start
+from gnuq_core.chapters import glue_values, ledger, start
 
 params, store, prov = start(ledger, profile, overrides, store=False)  # one call: chapters.base.start
 result = ledger.run(params, profile, built_at=prov.record()["built_at"])
