@@ -358,4 +358,5 @@ def test_a_full_verification_goes_on_on_another_platform_and_reports_which_check
     assert report["platforms"] == {first: ["0", "1"], second: ["2", "3"]} and report["items"] == 4
     from gnuq_core.store.verify import describe_report
 
-    assert f"{first} (2), {second} (2): 4 of 4 items" in describe_report(_file(tmp_path))
+    listed = ", ".join(f"{fp} (2)" for fp in sorted([first, second]))  # by fingerprint, whichever came first
+    assert f"on {listed}: 4 of 4 items" in describe_report(_file(tmp_path))
