@@ -15,7 +15,7 @@ from gnuq_core.repro.profiles import ChapterError
 
 def test_unknown_profile() -> None:
     with pytest.raises(ChapterError, match=r"unknown profile 'fast'; available profiles: .*quick"):
-        chapters.load_profile("fast")
+        chapters.check_profile("fast")
 
 
 def test_unknown_notebook_parameter() -> None:

@@ -241,39 +241,6 @@ def test_a_damaged_data_file_is_one_line_naming_the_file(content: bytes, place: 
     assert data.read_bytes() == content and not out_file.exists()
 
 
-damaged_profiles = st.one_of(
-    st.binary(min_size=1, max_size=120),  # any bytes (YAML errors, not UTF-8, scalars …)
-    st.builds(lambda v: json.dumps(v).encode(), json_values),  # JSON is YAML: any value at the top
-    st.builds(lambda v: json.dumps({"01_derivation": v}).encode(), json_values.filter(lambda v: not isinstance(v, dict))),
-)
-
-
-@SETTINGS
-@given(content=damaged_profiles)
-def test_a_damaged_profile_is_one_line(content: bytes, capfd: pytest.CaptureFixture[str],
-                                       monkeypatch: pytest.MonkeyPatch,
-                                       tmp_path_factory: pytest.TempPathFactory) -> None:
-    from gnuq_core.repro import profiles as chapters
-
-    folder = tmp_path_factory.mktemp("profiles")
-    (folder / "bad.yml").write_bytes(content)
-    monkeypatch.setattr(chapters, "PROFILES", folder)
-    monkeypatch.setattr(chapters, "REPO_ROOT", folder.parent)
-    monkeypatch.setattr("papermill.execute_notebook", _no_load)
-    try:
-        data = chapters.load_profile("bad")
-    except chapters.ChapterError as err:
-        assert "bad.yml" in str(err) and "\n" not in str(err)
-    else:
-        if not data:  # an empty profile, or only comments: valid
-            return
-    code = _call("chapters", ["run", "01", "--profile", "bad", "--out", str(folder / "out")])
-    out, err = capfd.readouterr()
-    _one_clean_line(code, err, out)
-    assert not (folder / "out").exists()
-    assert re.search(r"bad\.yml|parameter|profile", err)
-
-
 def test_a_write_that_fails_names_the_file_and_leaves_it_as_it_was(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """Disk full half-way through a record: the file is cut back to its previous size."""

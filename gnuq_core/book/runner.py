@@ -1,14 +1,12 @@
 """Run chapter notebooks: Jupytext source → ipynb → papermill with a profile's parameters.
 
-Profiles (``gnuq_core/profiles/<name>.yml``) map a chapter's notebook stem to the
-parameters it should run with::
-
-    01_derivation:
-      n_mc: 2000
+A profile (`gnuq_core.repro.profiles.PROFILES`: ``smoke``, ``quick``, ``full``) names the
+values a chapter runs with: ``full`` its ``Params`` defaults (the paper edition), a preview
+profile those of its ``Params.PREVIEWS`` (``PREVIEWS = {"quick": {"n_mc": 4000}, …}``).
 
 Every chapter's computation lives in `gnuq_core.chapters` (`gnuq_core.chapters.MODULES`),
 which declares its parameters once, in the module's ``Params`` dataclass (defaults: the
-paper edition): the runner creates ``Params`` from the profile and ``--set`` values (which
+paper edition) and its preview values: the runner creates ``Params`` from the profile and ``--set`` values (which
 checks every value's type and range) and injects only ``profile`` and ``overrides`` into
 the notebook, which resolves the same ``Params``. The checks run before the notebook
 does, so ``--set n_mc=-5`` is one line, not a traceback from deep inside a chapter, and
@@ -39,7 +37,7 @@ from gnuq_core.chapters import module_for
 from gnuq_core.options import OneLineParser, output_path, run_command
 from gnuq_core.repro import claims
 from gnuq_core.repro.paths import REPO_ROOT
-from gnuq_core.repro.profiles import (CHAPTER_TIMES, ChapterError, chapters, find_chapter, load_profile,
+from gnuq_core.repro.profiles import (CHAPTER_TIMES, ChapterError, chapters, check_profile, find_chapter,
                                       parse_overrides, profile_names, save_chapter_time, to_ipynb)
 
 def declared_parameters(notebook: Path) -> dict[str, Any]:
@@ -72,9 +70,9 @@ def chapter_module(source: Path) -> Any:
 
 def chapter_parameters(selector: str, profile: str, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """A chapter's parameters for a build: its ``Params`` defaults, updated by ``profile``
-    (``gnuq_core/profiles/<profile>.yml``), then by ``overrides``, every value checked."""
+    (its ``Params.PREVIEWS``), then by ``overrides``, every value checked."""
     source = find_chapter(selector)
-    params = chapter_module(source).Params.resolve(load_profile(profile).get(source.stem, {}), overrides)
+    params = chapter_module(source).Params.for_profile(profile, overrides)
     return {**params.to_dict(), "profile": profile}
 
 
@@ -91,8 +89,9 @@ def run_chapter(selector: str, profile: str = "quick", out_dir: Path | None = No
     if record_time and extra:
         raise ChapterError("--record-times records a profile's own run time: drop the --set overrides")
     source = find_chapter(selector)
-    if "profile" in {**load_profile(profile).get(source.stem, {}), **(extra or {})}:
-        raise ChapterError(f"{source.stem}: 'profile' is set by the runner, not by a profile file")
+    check_profile(profile)
+    if "profile" in (extra or {}):
+        raise ChapterError(f"{source.stem}: 'profile' is set by the runner (--profile), not by --set")
     out_dir = Path(out_dir or REPO_ROOT / "book" / "_generated").resolve()
     refuse_a_file(out_dir, "the executed notebooks")
     module = chapter_module(source)
@@ -102,7 +101,7 @@ def run_chapter(selector: str, profile: str = "quick", out_dir: Path | None = No
         if set(declared) != {"profile", "overrides"}:
             raise ChapterError(f"{source.name}: its parameters cell must declare only `profile` and `overrides` "
                                f"(the parameters are {module.__name__}.Params); it declares {', '.join(declared)}")
-        resolved = module.Params.resolve(load_profile(profile).get(source.stem, {}), extra)
+        resolved = module.Params.for_profile(profile, extra)
         params = {"profile": profile, "overrides": dict(extra or {})}
         recorded = {**resolved.to_dict(), "profile": profile}
         make_output_folder(out_dir, "the executed notebooks")
@@ -168,7 +167,7 @@ def write_runnables(selectors: list[str], out_dir: Path, profile: str = "quick")
     (`gnuq_core.repro.repository`); print each path."""
     from gnuq_core.repro.repository import published_repository
 
-    load_profile(profile)  # an unknown profile is refused before anything is written
+    check_profile(profile)  # an unknown profile is refused before anything is written
     repository = published_repository()
     sources = [find_chapter(s) for s in selectors] or chapters()
     out_dir = make_output_folder(Path(out_dir).resolve(), "the runnable notebooks")

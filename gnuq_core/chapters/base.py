@@ -1,8 +1,8 @@
 """A chapter's parameters and results: one frozen dataclass per chapter, checked on creation.
 
 Each chapter module declares ``Params(ChapterParams)`` whose defaults are the paper
-edition's settings; a profile (``gnuq_core/profiles/<name>.yml``) only overrides some of
-them. `ChapterParams.resolve` applies a profile and the command line's ``--set`` values,
+edition's settings, and in ``PREVIEWS`` the few values a preview profile (``quick``,
+``smoke``) changes. `ChapterParams.resolve` applies a profile and the command line's ``--set`` values,
 and creating the dataclass checks every value: its type (that of the default), its
 `~gnuq_core.options.Rule` (declared with `param`), that every number is finite and every
 whole number at most `~gnuq_core.options.MAX_SIZE` unless its rule sets a maximum. The
@@ -29,7 +29,7 @@ from gnuq_core.options import OPTIONS, Rule, finite_problem, size_problem
 from gnuq_core.repro.display import BookFigure, use_book_style
 from gnuq_core.repro.fingerprint import describe as describe_fingerprint
 from gnuq_core.repro.glued import glue
-from gnuq_core.repro.profiles import ChapterError, load_profile
+from gnuq_core.repro.profiles import ChapterError, check_profile
 from gnuq_core.repro.provenance import Provenance
 from gnuq_core.store import open_store
 
@@ -84,6 +84,9 @@ class ChapterParams:
     """
 
     CHAPTER: ClassVar[str] = ""
+    PREVIEWS: ClassVar[dict[str, dict[str, Any]]] = {}
+    """Each preview profile's values where they differ from the defaults (the paper edition):
+    ``{"quick": {...}, "smoke": {...}}`` (`gnuq_core.repro.profiles.PROFILES`)."""
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -108,8 +111,8 @@ class ChapterParams:
     @classmethod
     def resolve(cls: type[P], profile: Mapping[str, Any] | None = None,
                 overrides: Mapping[str, Any] | None = None) -> P:
-        """The parameters of a build: the defaults, then ``profile`` (this chapter's entry of
-        a profile file), then ``overrides``; an unknown name is a `ChapterError`."""
+        """The parameters of a build: the defaults, then ``profile`` (this chapter's values of a
+        preview profile), then ``overrides``; an unknown name is a `ChapterError`."""
         values = {**(profile or {}), **(overrides or {})}
         unknown = sorted(set(values) - set(cls.names()))
         if unknown:
@@ -119,8 +122,8 @@ class ChapterParams:
 
     @classmethod
     def for_profile(cls: type[P], profile: str, overrides: Mapping[str, Any] | None = None) -> P:
-        """`resolve` with this chapter's entry of profile file ``profile`` (``gnuq_core/profiles``)."""
-        return cls.resolve(load_profile(profile).get(cls.CHAPTER, {}), overrides)
+        """`resolve` with this chapter's values of profile ``profile`` (`PREVIEWS`; ``full``: none)."""
+        return cls.resolve(cls.PREVIEWS.get(check_profile(profile), {}), overrides)
 
     def to_dict(self) -> dict[str, Any]:
         """The parameters as plain JSON values (what the provenance table shows)."""

@@ -57,6 +57,13 @@ class Params(ChapterParams):
     """Chapter 80's parameters (defaults: the paper edition)."""
 
     CHAPTER = "80_cross_checks"
+    PREVIEWS = {  # the preview profiles (gnuq_core.repro.profiles) where the paper edition is too slow
+        "quick": {"n_answers": 2, "max_records": 200},
+        "smoke": {"laplace_cases": [["two_moons", 4, 1, "plain"], ["gap_regression", 4, 1, "fan_in"]],
+                  "laplace_grid": 6, "laplace_in": 10, "glm_samples": 2000, "spectra_width": 6, "spectra_train": 60,
+                  "spectra_steps": 100, "top_k": 5, "slq_probes": 8, "slq_steps": 20, "lm_block_tokens": 12,
+                  "gradnorm_models": ["tiny-llama"], "n_answers": 2, "max_records": 40},
+    }
     seed: int = param(0, OPTIONS["seed"], "data, MAP restarts, probes and Monte-Carlo draws")
     laplace_cases: list[list[Any]] = param([["two_moons", 8, 1, "plain"], ["two_moons", 8, 1, "fan_in"],
                                  ["gap_regression", 8, 1, "plain"], ["gap_regression", 8, 1, "fan_in"]],

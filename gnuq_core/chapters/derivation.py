@@ -44,6 +44,10 @@ class Params(ChapterParams):
     """Chapter 01's parameters (defaults: the paper edition)."""
 
     CHAPTER = "01_derivation"
+    PREVIEWS = {  # the preview profiles (gnuq_core.repro.profiles) where the paper edition is too slow
+        "quick": {"n_mc": 4000, "n_sigmas": 8, "train_steps": 3000},
+        "smoke": {"n_mc": 400, "n_sigmas": 4, "width": 16, "train_steps": 500},
+    }
     seed: int = param(0, Rule(minimum=0, maximum=2**32 - 1, integer=True), "every random draw derives from it")
     n_mc: int = param(20000, COUNT, "Monte Carlo samples of θ per perturbation scale σ")
     n_sigmas: int = param(12, COUNT, "perturbation scales σ in the delta-method check")

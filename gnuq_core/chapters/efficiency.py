@@ -69,6 +69,22 @@ class Params(ChapterParams):
     the long benchmark)."""
 
     CHAPTER = "07_efficiency"
+    PREVIEWS = {  # the preview profiles (gnuq_core.repro.profiles) where the paper edition is too slow
+        # throughput: records/hour and peak memory, the paper edition's (about 130 s of a quick run)
+        "quick": {"n_questions": 1, "repeats": 1, "max_new_tokens": 24, "skip_passes": ["reference"],
+                  "answer_lengths": [4, 16, 64], "prompt_lengths": [32, 128, 256], "sweep_repeats": 1,
+                  "ladder": [[64, 2], [128, 4]], "throughput": False, "memory": False, "p_true_shots": 5,
+                  "batch_sizes": [1, 4], "batch_pairs": 4, "peer_sizes": [1], "peer_repeats": 2},
+        # throughput, memory: records/hour (real QA pipeline in worker processes) and peak memory
+        # (a process per pass) took 64 of the smoke page's 95 s; tests/bench and
+        # tests/chapters/test_efficiency run them
+        "smoke": {"models": ["tiny-llama", "random:tiny"], "n_questions": 1, "repeats": 1, "n_samples": 3,
+                  "max_new_tokens": 6, "answer_lengths": [2, 4], "prompt_lengths": [16, 32], "sweep_repeats": 1,
+                  "ladder": [[32, 1]], "ladder_repeats": 1, "skip_passes": [], "throughput_questions": 0,
+                  "synthetic_prompt": [20, 40], "synthetic_answer": 6, "nli_architecture": "tiny", "p_true_shots": 2,
+                  "long_answer_tokens": 12, "batch_sizes": [1, 2], "batch_pairs": 4, "peer_sizes": [1, 2],
+                  "peer_repeats": 2, "threads": 1, "throughput": False, "memory": False},
+    }
     seed: int = param(0, OPTIONS["seed"], "seeds the question choice, the samplers and the bootstrap")
     models: list[str] = param(["smollm2-135m-instruct", "gemma3-270m"], Rule(nonempty=True),
                               "model specs (see gnuq_core.bench.subjects)")

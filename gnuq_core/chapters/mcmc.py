@@ -96,6 +96,15 @@ class Params(BnnParams):
     """Chapter 04's parameters (defaults: the paper edition)."""
 
     CHAPTER = "04_mcmc_validation"
+    PREVIEWS = {  # the preview profiles (gnuq_core.repro.profiles) where the paper edition is too slow
+        "quick": {"n_seeds": 2, "width": 16, "depth": 1, "grid_size_cls": 20, "grid_size_reg": 100,
+                  "num_warmup": 300, "num_samples": 300, "num_chains": 2, "n_restarts": 3, "n_boot": 500,
+                  "store_verify": 2, "table1_seeds": 1, "table1_compute": True},
+        "smoke": {"n_seeds": 1, "width": 4, "depth": 1, "store_verify": 2, "n_train_cls": 40, "n_train_reg": 20,
+                  "grid_size_cls": 8, "grid_size_reg": 30, "n_query_in": 30, "num_warmup": 50, "num_samples": 50,
+                  "num_chains": 1, "n_restarts": 1, "n_boot": 50, "table1_seeds": 1, "table1_compute": True,
+                  "table1_problems": ["binary_xor", "multiclass_spirals", "regression_linear"]},
+    }
     width: int = param(32, COUNT, "hidden width")
     depth: int = param(2, COUNT, "hidden layers")
     prior: str = param("plain", Rule(choices=PRIORS), "plain (α·I) or fan_in (variance 1/fan-in) prior")

@@ -42,6 +42,13 @@ class Params(ChapterParams):
     """Chapter 02's parameters (defaults: the paper edition)."""
 
     CHAPTER = "02_proxy_bias"
+    PREVIEWS = {  # the preview profiles (gnuq_core.repro.profiles) where the paper edition is too slow
+        "quick": {"n_seeds": 5, "deltas": [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0], "n_grid": 25, "text_seeds": 3,
+                  "n_boot": 1000},
+        "smoke": {"n_seeds": 2, "deltas": [0.0, 4.0], "n_train": 80, "hidden_width": 6, "train_steps": 200,
+                  "k_top": 3, "n_grid": 8, "text_n_truthfulqa": 60, "text_seeds": 1, "text_hidden": 4,
+                  "text_steps": 100, "n_boot": 50},
+    }
     seed: int = param(0, Rule(minimum=0, maximum=2**32 - 1, integer=True),
                       "first seed; the synthetic sweep uses seeds seed, seed+1, …")
     n_seeds: int = param(30, COUNT, "independent repetitions (data, network, proxy samples) of the synthetic sweep")

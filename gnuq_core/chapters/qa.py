@@ -83,6 +83,13 @@ class Params(ChapterParams):
     """Chapter 06's parameters (defaults: the paper edition)."""
 
     CHAPTER = "06_qa_benchmarks"
+    PREVIEWS = {  # the preview profiles (gnuq_core.repro.profiles) where the paper edition is too slow
+        # its records are computed here: 2 models x 30 questions, a few seconds each
+        "quick": {"n_truthfulqa": 12, "n_triviaqa": 18, "n_samples": 3, "max_new_tokens": 20, "n_mc": 8,
+                  "n_boot": 1000, "n_layer_questions": 8, "compute_missing": True, "store_verify": 2},
+        "smoke": {"n_truthfulqa": 3, "n_triviaqa": 3, "n_samples": 2, "max_new_tokens": 8, "n_mc": 2, "n_boot": 100,
+                  "n_layer_questions": 2, "compute_missing": True, "store_verify": 2},
+    }
     seed: int = param(0, OPTIONS["seed"], "question subsets, sampling and bootstrap all derive from it")
     models: list[str] = param(["smollm2-135m-instruct", "gemma3-270m"], Rule(nonempty=True),
                               "aliases of gnuq_core.lm.models")

@@ -58,6 +58,20 @@ class Params(BnnParams):
     """Chapter 05's parameters (defaults: the paper edition)."""
 
     CHAPTER = "05_scaling"
+    PREVIEWS = {  # the preview profiles (gnuq_core.repro.profiles) where the paper edition is too slow
+        # trend_problems: chapter 04's quick setup (width 16) at widths 4, 8, 16
+        "quick": {"n_seeds": 2, "problems": ["two_moons"], "widths": [4, 16, 64],
+                  "trend_problems": ["binary_xor", "multiclass_spirals"], "trend_widths": [4, 8, 16],
+                  "trend_seeds": 1, "trend_compute": True, "depths": [1], "deep_widths": [],
+                  "priors": ["plain", "fan_in"], "grid_size_cls": 20, "grid_size_reg": 100, "num_warmup": 300,
+                  "num_samples": 300, "num_chains": 2, "n_boot": 300, "store_verify": 2},
+        # trend_problems: chapter 04's smoke setup at widths 4 (its own) and 6
+        "smoke": {"n_seeds": 1, "problems": ["two_moons"], "widths": [3, 6], "trend_problems": ["binary_xor"],
+                  "trend_widths": [4, 6], "trend_seeds": 1, "trend_compute": True, "depths": [1], "deep_widths": [],
+                  "priors": ["plain"], "store_verify": 2, "n_train_cls": 40, "grid_size_cls": 8,
+                  "grid_size_reg": 100, "n_query_in": 30, "num_warmup": 50, "num_samples": 50, "num_chains": 1,
+                  "n_restarts": 1, "n_boot": 50},
+    }
     num_warmup: int = param(500, COUNT, "NUTS warm-up steps per chain")
     num_samples: int = param(500, COUNT, "NUTS samples per chain")
     n_restarts: int = param(3, COUNT, "MAP fits from different initialisations (the best is kept)")

@@ -42,6 +42,14 @@ class Params(ChapterParams):
     """Chapter 03's parameters (defaults: the paper edition)."""
 
     CHAPTER = "03_hessian_spectra"
+    PREVIEWS = {  # the preview profiles (gnuq_core.repro.profiles) where the paper edition is too slow
+        "quick": {"widths": [4, 8, 16, 32, 48], "big_width": 320, "big_steps": 1000, "slq_probes": 4,
+                  "slq_steps": 40, "n_query": 20, "lm_source": "smollm2", "lm_tokens": 128, "lm_probes": 2,
+                  "lm_steps": 20, "n_boot": 1000},
+        "smoke": {"widths": [4], "n_train": 80, "train_steps": 200, "n_dampings": 5, "n_grid": 6, "big_width": 12,
+                  "big_steps": 50, "slq_probes": 2, "slq_steps": 8, "n_query": 6, "lm_source": "tiny-random",
+                  "lm_tokens": 24, "lm_probes": 1, "lm_steps": 4, "n_boot": 50},
+    }
     seed: int = param(0, Rule(minimum=0, maximum=2**32 - 1, integer=True),
                       "seeds data, initialisation and Lanczos probes")
     widths: list = param([4, 8, 16, 32, 48, 64, 96], Rule(minimum=1, nonempty=True, integer=True),

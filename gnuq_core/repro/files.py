@@ -3,7 +3,7 @@
 Every file the tools read (record and store files, data files, profiles) goes through
 `read_text` (UTF-8, a byte-order mark and Windows line ends accepted, a bad byte reported
 with its line and column), `json_lines` (each line a JSON object, or `DamagedFile` naming
-the line) or `read_yaml_mapping`. Every write goes through `append_line` (one line,
+the line). Every write goes through `append_line` (one line,
 flushed and fsynced; a failure cuts the file back to its size before the write) or
 `write_atomic` (a temporary file beside the target, renamed over it; a failure leaves
 the target as it was). A failed write raises `WriteFailed` naming the file, why and
@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DamagedFile", "WriteFailed", "json_type", "decode_text", "read_text", "json_lines", "read_yaml_mapping",
+__all__ = ["DamagedFile", "WriteFailed", "json_type", "decode_text", "read_text", "json_lines",
            "append_line", "write_atomic"]
 
 BOM = "\ufeff"
@@ -102,25 +102,6 @@ def json_lines(path: str | Path, *, fix: str = "move the file away and rerun",
         if last and torn_tail:
             return  # no newline after it: the write was cut before it ended
         yield n, obj
-
-
-def read_yaml_mapping(path: str | Path, *, what: str, fix: str) -> dict[str, Any]:
-    """A YAML file whose top level is a mapping (an empty file is ``{}``); else `DamagedFile`."""
-    import yaml
-
-    text = read_text(path)
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f", line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(err, "problem", None) or type(err).__name__
-        raise DamagedFile(f"{path}{where}: not valid YAML ({problem}): {fix}") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise DamagedFile(f"{path}: {what} must be a mapping of names to values, not {json_type(data)}: {fix}")
-    return data
 
 
 def append_line(path: str | Path, line: str) -> None:

@@ -1,10 +1,10 @@
 """The book's chapters and profiles, the ground the runner and the chapters stand on.
 
-Which chapters exist (their Jupytext sources ship in the package, ``gnuq_core/notebooks``), each
-profile's parameters per chapter (``gnuq_core/profiles/<name>.yml``), each chapter's measured run
-time, ``--set`` values read as literals, and a source converted to a notebook. The chapters'
-``Params`` (`gnuq_core.chapters.base`) read profiles here; the runner (`gnuq_core.book.runner`)
-and the runnable notebooks (`gnuq_core.book.runnable`) build on it.
+Which chapters exist (their Jupytext sources ship in the package, ``gnuq_core/notebooks``), which
+profiles there are (`PROFILES`; a chapter's values for each preview profile are its own
+``Params.PREVIEWS``, `gnuq_core.chapters.base`), each chapter's measured run time, ``--set``
+values read as literals, and a source converted to a notebook. The runner
+(`gnuq_core.book.runner`) and the runnable notebooks (`gnuq_core.book.runnable`) build on it.
 """
 
 from __future__ import annotations
@@ -16,12 +16,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gnuq_core.repro.files import DamagedFile, json_type, read_yaml_mapping, write_atomic
+from gnuq_core.repro.files import write_atomic
 from gnuq_core.repro.fingerprint import fingerprint
-from gnuq_core.repro.paths import REPO_ROOT
 
 __all__ = ["ChapterError", "NOTEBOOKS", "PROFILES", "CHAPTER_TIMES", "chapters", "find_chapter", "profile_names",
-           "load_profile", "to_ipynb", "chapter_times", "save_chapter_time", "parse_overrides"]
+           "check_profile", "to_ipynb", "chapter_times", "save_chapter_time", "parse_overrides"]
 
 
 class ChapterError(ValueError):
@@ -29,8 +28,14 @@ class ChapterError(ValueError):
 
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"  # package data: an installed gnuq has its chapters
-PROFILES = Path(__file__).resolve().parents[1] / "profiles"  # package data: profiles travel with `pip install`
-CHAPTER_TIMES = PROFILES / "times.json"
+PROFILES: dict[str, str] = {
+    "smoke": "the fastest run that still executes every code path (`make test`; at most 5 min for all chapters)",
+    "quick": "a preview: minutes per chapter on a laptop (at most 30 min for all chapters on 2 cores)",
+    "full": "the paper edition: every chapter's Params defaults, its paper-grade numbers read from the results store",
+}
+"""The profiles, with what each is for. ``full`` is every chapter's ``Params`` defaults; a chapter's
+values for a preview profile are its ``Params.PREVIEWS[profile]`` (`gnuq_core.chapters.base`)."""
+CHAPTER_TIMES = Path(__file__).resolve().parents[1] / "profiles" / "times.json"  # package data
 """Each chapter's measured run time per profile (``gnuq chapter run --record-times``), which
 its page states; recorded on request only, so a build never changes a tracked file."""
 KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -51,32 +56,15 @@ def find_chapter(selector: str) -> Path:
 
 
 def profile_names() -> list[str]:
-    """Names of the available profiles."""
-    return sorted(p.stem for p in PROFILES.glob("*.yml"))
+    """Names of the profiles, from the fastest to the paper edition."""
+    return list(PROFILES)
 
 
-def load_profile(name: str) -> dict[str, dict[str, Any]]:
-    """The parameters of profile ``name``, per chapter stem."""
-    path = PROFILES / f"{name}.yml"
-    if not path.exists():
-        raise ChapterError(f"unknown profile {name!r}; available profiles: {', '.join(profile_names())} "
-                           f"(files in {PROFILES.relative_to(REPO_ROOT) if PROFILES.is_relative_to(REPO_ROOT) else PROFILES}/)")
-    shown = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
-    fix = f"fix {shown} (see the other profiles beside it)"
-    try:
-        data = read_yaml_mapping(path, what="a profile", fix=fix)
-    except DamagedFile as err:
-        raise ChapterError(str(err)) from None
-    for stem, values in data.items():
-        if not isinstance(values, dict):
-            raise ChapterError(f"{path}: the entry {stem!r} must map parameter names to values, not be "
-                               f"{json_type(values)}: {fix}")
-    stems = {p.stem for p in chapters()}
-    unknown = sorted(str(k) for k in set(data) - stems)
-    if unknown:
-        raise ChapterError(f"profile {name!r} names chapters that do not exist: {', '.join(unknown)}; "
-                           f"known: {', '.join(sorted(stems))}")
-    return data
+def check_profile(name: str) -> str:
+    """``name`` if it is a profile, else a `ChapterError` naming the profiles there are."""
+    if name not in PROFILES:
+        raise ChapterError(f"unknown profile {name!r}; available profiles: {', '.join(PROFILES)}")
+    return name
 
 
 def to_ipynb(source: Path, target: Path) -> Path:

@@ -16,7 +16,7 @@ from gnuq_core.repro.profiles import ChapterError
 
 def test_unknown_profile_names_the_available_ones() -> None:
     with pytest.raises(ChapterError, match=r"unknown profile 'nope'.*quick"):
-        chapters.load_profile("nope")
+        chapters.check_profile("nope")
 
 
 def test_unknown_chapter_lists_known_ones() -> None:
@@ -63,23 +63,15 @@ def test_notebook_without_parameters_cell_is_an_error(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("profile", chapters.profile_names())
 def test_every_profile_fits_every_chapter(profile: str, tmp_path: Path) -> None:
-    """Each profile sets only declared parameters of the right type (no execution)."""
-    settings = chapters.load_profile(profile)
+    """Each profile sets only declared parameters of the right type (no execution), and a
+    chapter's PREVIEWS name preview profiles only (``full`` is the defaults)."""
     for source in chapters.chapters():
         declared = chapters.declared_parameters(chapters.to_ipynb(source, tmp_path / f"{source.stem}.ipynb"))
         module = chapters.chapter_module(source)
         assert set(declared) == {"profile", "overrides"}, f"{source.stem}: its Params hold the parameters"
         assert "seed" in module.Params.names()
-        module.Params.resolve(settings.get(source.stem, {}))
-
-
-def test_profile_naming_a_missing_chapter_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "bad.yml").write_text("99_nothing:\n  n: 1\n")
-    from gnuq_core.repro import profiles
-
-    monkeypatch.setattr(profiles, "PROFILES", tmp_path)
-    with pytest.raises(ChapterError, match="99_nothing"):
-        profiles.load_profile("bad")
+        assert set(module.Params.PREVIEWS) <= set(chapters.profile_names()) - {"full"}, source.stem
+        module.Params.for_profile(profile)
 
 
 def test_cli_reports_errors_without_traceback(capsys: pytest.CaptureFixture[str]) -> None:

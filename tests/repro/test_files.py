@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gnuq_core.repro import files
-from gnuq_core.repro.files import DamagedFile, WriteFailed, json_lines, read_text, read_yaml_mapping
+from gnuq_core.repro.files import DamagedFile, WriteFailed, json_lines, read_text
 
 
 def test_text_accepts_a_byte_order_mark_and_windows_line_ends(tmp_path: Path) -> None:
@@ -39,17 +39,6 @@ def test_json_lines_name_the_damaged_line_and_skip_only_a_torn_tail(tmp_path: Pa
         list(json_lines(path, torn_tail=False))
     path.write_text('{"a": 1}\n{"a": 2}')  # complete JSON without its newline: data files accept it
     assert len(list(json_lines(path, torn_tail=False))) == 2 and len(list(json_lines(path))) == 1
-
-
-@pytest.mark.parametrize("text, says", [("a: [1\n", r"line 2: not valid YAML"), ("- 1\n- 2\n", "not an array"),
-                                        ("3\n", "not a number")])
-def test_yaml_must_be_a_mapping(tmp_path: Path, text: str, says: str) -> None:
-    path = tmp_path / "p.yml"
-    path.write_text(text)
-    with pytest.raises(DamagedFile, match=says):
-        read_yaml_mapping(path, what="a profile", fix="fix it")
-    path.write_text("# only a comment\n")
-    assert read_yaml_mapping(path, what="a profile", fix="fix it") == {}
 
 
 def test_an_append_that_fails_cuts_the_file_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
