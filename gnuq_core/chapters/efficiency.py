@@ -45,10 +45,15 @@ from gnuq_core.repro import display as book
 from gnuq_core.repro.paths import REPO_ROOT, generated_dir
 
 __all__ = ["Params", "run", "bench_config_of", "rows_table", "header", "gpu_results", "figure_floor",
-           "figure_speedup", "figure_scaling", "GPU_RESULTS", "floor_table"]
+           "figure_speedup", "figure_scaling", "GPU_RESULTS", "RUNS", "floor_table", "committed_peer_run",
+           "peer_standing"]
 
 GPU_RESULTS = REPO_ROOT / "bench" / "gpu_results.json"
 """Where `scripts/gpu_bench.sh`'s results are committed (shown by the chapter when their schema matches)."""
+RUNS = REPO_ROOT / "bench" / "runs"
+"""The committed CPU runs of `make bench` (one JSON file each)."""
+PEER_FLOOR_TARGET = 1.25
+"""Issue 46's target: gnuq's batched exact norms at most this many times the batched floor's time at B ≥ 16."""
 THREADS = Rule(minimum=0, maximum=MAX_THREADS, integer=True, why_maximum="4 per core; 0: torch's default")
 N_SAMPLES = Rule(minimum=1, maximum=OPTIONS["n_samples"].maximum, integer=True,
                  why_maximum=OPTIONS["n_samples"].why_maximum)
@@ -263,9 +268,9 @@ def _overview(res: dict[str, Any], out: Result) -> None:
 
 def floor_table(rows: list[dict[str, Any]]) -> book.Table:
     """The page's floor table from `gnuq_core.bench.report.floor_rows`: each ratio with its
-    interval in one column, the excess over the floor with its split, both targets' verdicts
-    in one column (the rounds are in the text; the forward, backward and post parts of the
-    timing stay in the benchmark report)."""
+    interval in one column, the excess over the floor with its split, the three targets' verdicts
+    in one column with issue 46's on the rest (the rounds are in the text; the forward, backward
+    and post parts of the timing stay in the benchmark report)."""
     def f2(v: float) -> str:
         return f"{v:.2f}" if np.isfinite(v) else "not measured"
 
@@ -276,8 +281,8 @@ def floor_table(rows: list[dict[str, Any]]) -> book.Table:
                                  if np.isfinite(r["above floor"]) else "not measured"),
         "of it: Gram products + rest": (f"{r['of it Gram products']:.2f} + {r['of it the rest']:.2f}"
                                         if np.isfinite(r["of it Gram products"]) else "not measured"),
-        f"≤ {r['target ≤']} / ≤ floor + {r['above-floor target ≤']}":
-            f"{r['verdict'] or '—'} / {r['above-floor verdict'] or '—'}"} for r in rows])
+        f"≤ {r['target ≤']} / floor + {r['above-floor target ≤']} / rest ≤ {r['rest target ≤']}":
+            f"{r['verdict'] or '—'} / {r['above-floor verdict'] or '—'} / {r['rest verdict'] or '—'}"} for r in rows])
 
 
 def arithmetic_verdict(counted: list[dict[str, Any]], target: float) -> str:
@@ -404,7 +409,8 @@ def _floor(res: dict[str, Any], out: Result) -> None:
         above_floor_list=Markdown("; ".join(
             f"`{r['model']}` {r['above floor']:.2f} forwards above it (95% CI "
             f"{_dash(r['above floor 95% CI'])}; target {r['above-floor verdict']}"
-            + (f"; the Gram products {r['of it Gram products']:.2f}, the rest {r['of it the rest']:.2f}"
+            + (f"; the Gram products {r['of it Gram products']:.2f}, the rest {r['of it the rest']:.2f}, "
+               f"whose target of {r['rest target ≤']} is {r['rest verdict']}"
                if np.isfinite(r["of it Gram products"]) else "") + ")"
             for r in above) or "not measured in this build"),
         above_floor_n_met=sum(r["above-floor verdict"] == "met" for r in above), above_floor_n=len(above),
@@ -538,6 +544,75 @@ def _peers(res: dict[str, Any], out: Result) -> None:
     out.values["peer_parameters"] = Markdown("; ".join(f"`{spec}`: {e['peers']['parameters']}"
                                                        for spec, e in res["models"].items() if e.get("peers"))
                                              or "not timed in this build")
+
+
+def committed_peer_run(folder: Path | None = None) -> tuple[Path, dict[str, Any]] | None:
+    """The newest committed run (by its start) of this benchmark's schema that timed the peers at
+    more than one batch size, with its path; None if there is none."""
+    found = None
+    for path in sorted((RUNS if folder is None else folder).glob("*.json")):
+        try:
+            res = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        sizes = {r["batch_size"] for e in res.get("models", {}).values() for r in e.get("peers", {}).get("rows", [])}
+        if res.get("schema") == bench_config.SCHEMA and len(sizes) > 1 and \
+                (found is None or res.get("started", "") > found[1].get("started", "")):
+            found = (path, res)
+    return found
+
+
+def peer_standing(res: dict[str, Any]) -> str:
+    """Per model, over every batch size timed: gnuq's throughput against the fastest peer that ran
+    (the least ratio and where), its time against the floor's at B ≥ 16 against
+    `PEER_FLOOR_TARGET`, and issue 46's single-answer target (`report.floor_rows`), as sentences."""
+    parts = []
+    floor_rows = {r["model"]: r for r in report.floor_rows(res)}
+    for spec, e in res["models"].items():
+        timed = [r for r in e.get("peers", {}).get("rows", []) if "why" not in r]
+        by_b: dict[int, dict[str, Any]] = {}
+        for r in timed:
+            by_b.setdefault(r["batch_size"], {})[r["method"]] = r
+        vs = [(at["gnuq"]["answers_per_second"] / max(r["answers_per_second"] for m, r in at.items()
+                                                    if m not in ("gnuq", "floor")), b)
+              for b, at in sorted(by_b.items()) if "gnuq" in at and set(at) - {"gnuq", "floor"}]
+        if not vs:
+            continue
+        least, at_b = min(vs)
+        text = (f"`{spec}`: gnuq {'at or above' if least >= 1 else 'below'} the fastest peer at "
+                f"{'every B' if least >= 1 else f'B = {at_b}'} (the least ratio of throughputs {least:.2f}, at B = {at_b})")
+        big = [(at["gnuq"]["over_floor"], b) for b, at in sorted(by_b.items()) if b >= 16 and "gnuq" in at
+               and "floor" in at]
+        if big:
+            worst, wb = max(big)
+            text += (f", {worst:.2f}× the floor's time at most at B ≥ 16 (B = {wb}; target ≤ {PEER_FLOOR_TARGET}: "
+                     f"{'met' if worst <= PEER_FLOOR_TARGET else 'missed'})")
+        fr = floor_rows.get(spec)
+        if fr and fr["rest verdict"]:
+            text += (f"; one answer: {fr['of it the rest']:.2f} forwards above the floor besides the Gram products "
+                     f"(target ≤ {fr['rest target ≤']}: {fr['rest verdict']})")
+        parts.append(text)
+    return "; ".join(parts) + "." if parts else "No model timed gnuq beside a peer in that run."
+
+
+def _committed_peers(out: Result) -> None:
+    """The newest committed run's side-by-side table at every batch size (`committed_peer_run`),
+    its machine and where gnuq stands in it (`peer_standing`)."""
+    found = committed_peer_run()
+    if found is None:
+        out.tables["peers_committed"] = Markdown("*No committed run timed the peers at several batch sizes "
+                                                 "(`make bench` writes one to `bench/runs/`).*")
+        out.values["peers_committed_words"] = Markdown("no committed run")
+        return
+    path, res = found
+    m = res["machine"]
+    where = (f"`bench/runs/{path.name}`: {m['cpu']}, {m['cores']} cores, {m['torch_threads']} torch thread(s), "
+             f"started {res['started'][:10]}")
+    out.tables["peers_committed"] = rows_table(report.peer_rows(res), {"÷ floor": ".2f", "peak MB": ",.0f"},
+                                               caption=f"The newest committed run ({where}): gnuq and its peers at "
+                                                       "every batch size")
+    out.values["peers_committed_words"] = Markdown(peer_standing(res))
+    out.values["peers_committed_where"] = Markdown(where)
 
 
 def peer_words(res: dict[str, Any]) -> str:
@@ -710,6 +785,7 @@ def run(p: Params, store: Any, profile: str, *, data_dir: str | None = None) -> 
     _speedup(p, res, profile, out)
     _batching(res, out)
     _peers(res, out)
+    _committed_peers(out)
     _throughput(res, out)
     _memory(res, out)
     _scaling(res, out)

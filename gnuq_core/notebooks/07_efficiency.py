@@ -264,10 +264,11 @@ result.show("gap")
 #
 # `gnuq_core.lm.batched` scores B answers in one forward–backward pass and still gives each
 # answer the squared norm of *its own* gradient (not of the batch's sum): one registered
-# rule per module type turns the activations a layer saw and the gradients that reached
-# its output into per-answer norms (ghost norms for linear layers, the normalised input
-# for RMS norms, embedding rows and the LM head per answer), equal to one-at-a-time
-# scoring to 1e-6 in float64 (tested). The same answers, scored B at a time:
+# rule per module type (`gnuq_core.estimators.norm_rules`, the engine the single answer's
+# pass uses too) turns the activations a layer saw and the gradients that reached its
+# output into per-answer norms (ghost norms for linear layers, the normalised input for RMS
+# norms, embedding rows and the LM head per answer), equal to one-at-a-time scoring to 1e-6
+# in float64 (tested). The same answers, scored B at a time:
 
 # %%
 result.show("batching")
@@ -297,6 +298,18 @@ result.show("peers")
 
 # %% [markdown]
 # Where gnuq stands, at each model's largest batch: {glue:md}`peer_words`.
+#
+# A build times few batch sizes (the page's budget). The newest committed run of
+# `make bench` ({glue:md}`peers_committed_where`) timed B = 1 to 64 answers of the QA study's
+# real lengths, interleaved in rounds, on both real models:
+
+# %%
+result.show("peers_committed")
+
+# %% [markdown]
+# In that run, {glue:md}`peers_committed_words` (The single-answer target is issue 46's: what
+# the pass costs above the floor besides its own Gram products, at most that many no-grad
+# forwards.)
 #
 # ## Records per hour: the whole QA pipeline
 #
