@@ -602,7 +602,8 @@ def _committed_peers(out: Result) -> None:
     if found is None:
         out.tables["peers_committed"] = Markdown("*No committed run timed the peers at several batch sizes "
                                                  "(`make bench` writes one to `bench/runs/`).*")
-        out.values["peers_committed_words"] = Markdown("no committed run")
+        out.values["peers_committed_words"] = Markdown("no committed run timed the peers")
+        out.values["peers_committed_where"] = Markdown("no committed run")
         return
     path, res = found
     m = res["machine"]

@@ -106,7 +106,7 @@ def test_every_value_the_page_glues_is_computed(ran) -> None:
 def test_tables_bench_json_and_claim(ran) -> None:
     result, root = ran
     assert set(result.tables) == {"costs", "floor", "variants", "speedup", "gap", "batching", "peers", "throughput",
-                                  "operators", "gpu_note"}
+                                  "operators", "gpu_note", "peers_committed"}
     peers = repr(result.tables["peers"])
     assert "Opacus per-sample gradients" in peers and "torch.func" in peers and "÷ floor" in peers
     assert "answers/s" in result.values["peer_words"].data and "the floor's time" in result.values["peer_words"].data
@@ -286,3 +286,26 @@ def test_the_gram_kernel_verdict_says_what_the_full_and_symmetric_products_cost(
     text = efficiency.gram_kernel_verdict([row("b", "[0.08, 0.12]", "[0.60, 0.75]")], 0.15)
     assert "above the target" not in text and "faster than the full product on `b`" in text
     assert "blocks3 0.68 of the full products' time (95% CI 0.60–0.75; its multiply-adds 0.67)" in text
+
+
+def _peer_run(started: str, sizes: tuple[int, ...], gnuq_speed: float) -> dict:
+    rows = [{"batch_size": b, "method": m, "answers_per_second": speed * b, "over_floor": 1.0 / speed}
+            for b in sizes for m, speed in (("gnuq", gnuq_speed), ("opacus", 1.0), ("floor", 1.2))]
+    return {"schema": SCHEMA, "started": started, "models": {"tiny": {"summary": {"ratios": {}}, "peers": {"rows": rows}}}}
+
+
+def test_the_newest_committed_peer_run_and_where_gnuq_stands(tmp_path: Path) -> None:
+    assert efficiency.committed_peer_run(tmp_path) is None
+    (tmp_path / "a-newest-but-one-size.json").write_text(json.dumps(_peer_run("2026-12-09", (1,), 2.0)))
+    (tmp_path / "b-old.json").write_text(json.dumps(_peer_run("2026-12-01", (1, 16), 2.0)))
+    (tmp_path / "c-new.json").write_text(json.dumps(_peer_run("2026-12-05", (1, 16), 0.5)))
+    (tmp_path / "d-other-schema.json").write_text(json.dumps({**_peer_run("2026-12-08", (1, 16), 2.0), "schema": -1}))
+    (tmp_path / "e-damaged.json").write_text("{")
+    path, res = efficiency.committed_peer_run(tmp_path)
+    assert path.name == "c-new.json"
+    words = efficiency.peer_standing(res)
+    assert "`tiny`: gnuq below the fastest peer at B = 1 (the least ratio of throughputs 0.50" in words
+    assert "2.00× the floor's time at most at B ≥ 16 (B = 16; target ≤ 1.25: missed)" in words
+    fast = efficiency.peer_standing(_peer_run("x", (1, 16), 1.1))
+    assert "at or above the fastest peer at every B (the least ratio of throughputs 1.10" in fast
+    assert "target ≤ 1.25: met" in fast
