@@ -29,7 +29,6 @@ import json
 import math
 import os
 import sys
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -225,17 +224,20 @@ def _cmd_score(args: argparse.Namespace) -> int:
 
 def _cmd_qa(args: argparse.Namespace) -> int:
     from gnuq_core.qa.data import load_qa
-    from gnuq_core.qa.engine import run_benchmark
+    from gnuq_core.qa.study import run_dataset, store_config
     from gnuq_core.repro.records import RecordFile, check_output, new_output
     from gnuq_core.repro.shards import distributed, rank_device, shard_path
+    from gnuq_core.store.kinds import get
+    from gnuq_core.store.store import OneFile, header_config
 
     _check_qa(args)  # every option that can be checked without data or model, so errors come first
     items = load_qa(args.dataset, data_dir=args.data_dir, limit=args.limit)
     config = QAConfig(model=args.model, dataset=args.dataset, dtype=args.dtype, style=args.style, max_new_tokens=args.max_new_tokens,
                       groups=args.groups, n_samples=args.samples, temperature=args.temperature,
                       clusterer=args.clusterer, threshold=args.threshold, p_true=not args.no_p_true, seed=args.seed)
+    header = header_config(get("qa"), store_config(config, args.dataset))  # what the results store's files hold
     if args.limit == 0:  # the data are there and --out takes this configuration: all but the model is checked
-        check_output(args.out, asdict(config))
+        check_output(args.out, header)
         print("nothing to run: --limit 0 selects no questions (the options, the data and --out are valid; the model "
               "was not loaded)")
         return 0
@@ -246,11 +248,13 @@ def _cmd_qa(args: argparse.Namespace) -> int:
         # Fail on a foreign output file (or another job on this shard) before loading the model.
         out = shard_path(args.out, world.rank, world.size) if world.sharded else args.out
         with new_output(out):  # a model that cannot be loaded leaves no header-only file behind
-            check = RecordFile(out, {**asdict(config)})
-            getattr(check, "close", lambda: None)()
+            RecordFile(out, header).close()
             lm = _load(args)
-            n = run_benchmark(lm, items, config, args.out, progress=not args.no_progress, world=world)
+            store = OneFile(args.out, label=f"--out {args.out}")
+            run_dataset(lm, items, config, store=store, progress=not args.no_progress, verify=0, world=world,
+                        texts=True)
     where = f" (rank {world.rank} of {world.size}; shards merged into {args.out})" if world.sharded else ""
+    n = store.reads[-1].computed if items else 0
     print(f"wrote {n} new records to {args.out}{where} ({len(items)} questions in the slice)")
     return 0
 

@@ -1,4 +1,4 @@
-"""Evaluate one question with every estimator, and run a resumable benchmark slice.
+"""Evaluate one question with every estimator.
 
 Per question, the passes are (each timed): greedy generation; the gradient-norm
 forward-backward on the greedy answer; P(True) (one forward); N temperature samples
@@ -10,7 +10,8 @@ squared norms, P(True), sampled answers with their log-probs and cluster ids): e
 is computed from it on read, without the model, as declared once in `gnuq_core.qa.scores`.
 
 Samples are seeded per question (`question_seed`: the run's seed and the question id), so a
-record is the same whichever process computes it: `run_benchmark` can be sharded over
+record is the same whichever process computes it: `gnuq_core.qa.study.run_dataset` (the one
+route into stored records: chapter 06, the campaign and ``gnuq qa``) can be sharded over
 ``torchrun`` ranks (`gnuq_core.repro.shards`) and the merged file equals a one-process run.
 """
 
@@ -22,18 +23,14 @@ import time
 from dataclasses import asdict, replace
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from gnuq_core.lm import baselines as bl
-from gnuq_core.lm.clustering import get_clusterer
 from gnuq_core.lm.decoding import decode, teacher_forced
 from gnuq_core.lm.gradient import forward_backward
 from gnuq_core.lm.prompts import PromptError, encode_prompt, format_prompt
 from gnuq_core.qa.config import QAConfig
-from gnuq_core.repro.shards import World, read_merged, writer
 
 __all__ = ["QAConfig", "evaluate_question", "gradient_fields", "question_record", "question_seed", "record_groups",
-           "resolved_style", "run_benchmark", "rescore_answers", "storable", "clean"]
+           "resolved_style", "rescore_answers", "storable", "clean"]
 
 def clean(obj: Any) -> Any:
     """Replace non-finite floats by None, recursively (JSON has no inf/NaN)."""
@@ -94,7 +91,7 @@ def evaluate_question(model: Any, tokenizer: Any, question: str, config: QAConfi
     ``timings`` holds wall-clock seconds per pass: ``generate``, ``gradient``, ``p_true``,
     ``sample`` (shared by the three sampling baselines) and ``cluster`` (semantic entropy
     only); ``timings["cpu"]`` the process CPU seconds (all threads) of the same passes,
-    which stay meaningful on a shared machine. `run_benchmark` adds ``total``.
+    which stay meaningful on a shared machine. `question_record` adds ``total``.
     """
     timings: dict[str, float] = {}
     cpu: dict[str, float] = {}
@@ -200,30 +197,3 @@ def question_record(loaded: Any, item: Any, config: QAConfig, *, style: str, clu
 def resolved_style(loaded: Any, config: QAConfig) -> str:
     """The prompt style a run uses: ``config.style``, or the model's own for ``"auto"``."""
     return loaded.prompt_style if config.style == "auto" else config.style
-
-
-def run_benchmark(loaded: Any, items: list[Any], config: QAConfig, out: Any, *, progress: bool = True,
-                  world: Any = None) -> int:
-    """Evaluate ``items`` into the result file ``out`` (resumable); returns records written now.
-
-    With ``world`` (`gnuq_core.repro.shards.World`, several ranks) this process evaluates the
-    items at positions ≡ rank (mod size) into its own shard ``<out stem>.rank{r}of{N}.jsonl``;
-    at the end rank 0 merges the shards into ``out`` in the order of ``items``.
-    """
-    world = world or World()
-    style = resolved_style(loaded, config)
-    wrong = sorted({it.dataset for it in items} - {config.dataset}) if config.dataset else []
-    if wrong:
-        raise ValueError(f"config.dataset is {config.dataset!r} but the items come from {', '.join(wrong)}")
-    by_id = {it.id: it for it in items}
-    order = list(by_id)
-    mine = world.mine(order)
-    done = {r["id"] for r in read_merged(out)[1]} if world.sharded else set()  # other shards' and main's
-    written = 0
-    with writer(out, asdict(config), world, order) as rf:
-        todo = [i for i in mine if i not in rf.done and i not in done]
-        clusterer = get_clusterer(config.clusterer, config.threshold) if todo and config.n_samples > 0 else None
-        label = f"{config.model} qa" + (f" [rank {world.rank}/{world.size}]" if world.sharded else "")
-        for i in tqdm(todo, desc=label, disable=not progress, initial=len(mine) - len(todo), total=len(mine)):
-            written += rf.append(i, question_record(loaded, by_id[i], config, style=style, clusterer=clusterer))
-    return written

@@ -115,7 +115,7 @@ def with_prompt_ids(loaded: Any, record: Mapping[str, Any], question: str) -> di
 
 
 def run_dataset(loaded: Any, items: Sequence[Any], config: Any, *, store: Store, progress: bool = True,
-                verify: int = 2, world: Any = None, read_only: bool = False) -> list[dict[str, Any]]:
+                verify: int = 2, world: Any = None, read_only: bool = False, texts: bool = False) -> list[dict[str, Any]]:
     """Evaluate ``items`` (one dataset) with `gnuq_core.qa.engine`; their records, in order.
 
     The records live in ``store`` (kind ``qa``): ids, answers and numbers only, never question
@@ -123,7 +123,9 @@ def run_dataset(loaded: Any, items: Sequence[Any], config: Any, *, store: Store,
     records are reused, missing ones computed and appended, and ``verify`` random stored
     ones checked under the kind's contract: recomputed whole on the platform (and under the
     thread count) that made them, from their stored answers elsewhere. With ``read_only``
-    only the stored records are returned (in the order of ``items``).
+    only the stored records are returned (in the order of ``items``); with ``texts`` (``gnuq qa``'s
+    own files, `gnuq_core.store.store.OneFile`) each record also carries its question and reference
+    answers, so that it can be graded on its own.
 
     With ``world`` (`gnuq_core.repro.shards.World` of a ``torchrun`` job) this process
     computes the missing items at positions ≡ rank (mod size) of ``items`` into its own
@@ -135,6 +137,10 @@ def run_dataset(loaded: Any, items: Sequence[Any], config: Any, *, store: Store,
     if not items:
         return []
     dataset = items[0].dataset
+    wrong = sorted({it.dataset for it in items} - {config.dataset or dataset})
+    if wrong:
+        raise ValueError(f"the items come from {', '.join(wrong)}, not only from {config.dataset or dataset} "
+                         "(one file holds one dataset)")
     by_id = {it.id: it for it in items}
     style = resolved_style(loaded, config)
     memo: dict[str, Any] = {}
@@ -145,7 +151,7 @@ def run_dataset(loaded: Any, items: Sequence[Any], config: Any, *, store: Store,
         return memo["clusterer"]
 
     def compute(i: str) -> dict[str, Any]:
-        record = storable(question_record(loaded, by_id[i], config, style=style, clusterer=clusterer(), texts=False))
+        record = storable(question_record(loaded, by_id[i], config, style=style, clusterer=clusterer(), texts=texts))
         return {**record, THREADS_FIELD: _torch_threads()}
 
     def from_outputs(i: str, stored: dict[str, Any], _: Mapping[str, Any]) -> dict[str, Any]:

@@ -4,7 +4,6 @@
 
     gnuq store status [KIND ...]          # files, items, versions (current or stale), platforms, verifications
     gnuq store verify 03 [--all]          # build chapter 03 (paper edition): check a sample (--all: every item)
-    gnuq store verify qa_mc --all         # the same build; every item of that kind only
     gnuq store verify qa --all -- --dataset truthfulqa   # the QA records (gnuq study verify; torchrun shards it)
     gnuq store simulate avx2 -- make book # run a command as on a CPU without AVX-512
 
@@ -82,8 +81,7 @@ def _verify(args: argparse.Namespace) -> int:
     env = {**os.environ, "GNUQ_STORE_VERIFY": named if args.all else "",
            "GNUQ_STORE_MISSING": os.environ.get("GNUQ_STORE_MISSING", "warn")}
     if args.target == "qa":
-        cmd = [sys.executable, "-m", "gnuq_core.chapters.campaign", "verify", *rest]
-        return subprocess.call(cmd, env=env)
+        return subprocess.call([sys.executable, "-m", "gnuq_core.chapters.campaign", "verify", *rest], env=env)
     with tempfile.TemporaryDirectory() as out:
         chapters = registry.KINDS[args.target].chapters if args.target in registry.KINDS else (args.target,)
         cmd = [sys.executable, "-m", "gnuq_core.book.runner", "run", *chapters, "--profile", "full", "--out", out,

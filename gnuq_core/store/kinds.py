@@ -158,8 +158,7 @@ _KINDS = [
          code=("gnuq_core.qa.engine", "gnuq_core.lm.gradient", "gnuq_core.lm.decoding", "gnuq_core.lm.baselines"),
          ignore=("seconds", "timings", "torch_threads"), nullable=_QA_NULLABLE),
     Kind("qa_mc", 1, Exact(rtol=1e-4, atol=1e-6),
-         "one TruthfulQA multiple-choice question: MC1 and MC2 from the log-probability of every choice",
-         _QA,
+         "one TruthfulQA multiple-choice question: MC1 and MC2 from the log-probability of every choice", _QA,
          code=("gnuq_core.qa.multiple_choice",)),
 ]
 

@@ -1,15 +1,6 @@
-"""One interface to stored per-item results: :meth:`Store.items`.
-
-    store = open_store(profile)     # the results store (paper edition) or the local cache (previews)
-    records = store.items("nuts_reference", config, ids, Recipe(compute, fresh=...), verify=2)
-
-An item is one JSON line in ``<root>/<kind>/<key>.jsonl``, ``key`` a hash of the kind, its version
-(`gnuq_core.store.kinds`) and the configuration. A call reads what is stored and checks the file
-(:func:`damage`: header, finite numbers) and a sample of its items (every item with ``verify_all``;
-`gnuq_core.store.verify`), then computes what is missing and appends it (resumable; sharded with a
-`~gnuq_core.repro.shards.World`), stamped with the platform that made it.
-`gnuq_core.chapters.base.store_words` states all that on the page.
-"""
+"""One interface to stored per-item results: :meth:`Store.items` (``<root>/<kind>/<key>.jsonl``, ``key``
+a hash of the kind, its version and the configuration; `open_store` picks the store of a profile, and
+`gnuq_core.chapters.base.store_words` states on the page what a build read, computed and checked)."""
 
 from __future__ import annotations
 
@@ -20,8 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from tqdm.auto import tqdm
+
 from gnuq_core.repro.keys import canonical, config_key, plain, rounded
 from gnuq_core.repro.paths import REPO_ROOT, cache_dir, env_path
+from gnuq_core.repro.records import check_output
 from gnuq_core.repro.provenance import is_paper_edition, run_parameters
 from gnuq_core.repro.shards import World, read_merged, writer
 from gnuq_core.repro.fingerprint import fingerprint, fingerprint_id, register, registered
@@ -31,7 +25,7 @@ from gnuq_core.store.contracts import field_pattern, leaves
 from gnuq_core.store.verify import (Check, Compute, Recipe, ResultsDisagree, Sample, check_item, disagreement,
                                      relative, verify_file)
 
-__all__ = ["StoreIncomplete", "StoreDamaged", "Read", "Store", "open_store", "damage", "stored_files", "RESULTS"]
+__all__ = ["StoreIncomplete", "StoreDamaged", "Read", "Store", "OneFile", "open_store", "damage", "stored_files", "RESULTS"]
 
 RESULTS = REPO_ROOT / "results"
 """The repository's results store."""
@@ -217,8 +211,6 @@ class Store:
             with writer(path, header_config(spec, config), world, order) as out:
                 todo = [i for i in mine if i not in out.done]
                 if todo and progress:
-                    from tqdm.auto import tqdm
-
                     label = f"{progress} [rank {world.rank}/{world.size}]" if world.sharded else progress
                     todo = tqdm(todo, desc=label, initial=len(world.mine(order)) - len(todo),
                                 total=len(world.mine(order)))
@@ -249,6 +241,25 @@ class Store:
     def checks(self, kinds: Sequence[str] | None = None) -> list[Check]:
         """Every check run by this store (of ``kinds``, default all)."""
         return [c for r in self.reads if kinds is None or r.kind in kinds for c in r.checks]
+
+
+class OneFile(Store):
+    """``gnuq qa --out FILE``: the records of one kind and configuration in the file the user named,
+    written, resumed and sharded by :meth:`Store.items` (another run's file is refused); not verified."""
+
+    def __init__(self, file: str | Path, *, label: str) -> None:
+        super().__init__(Path(file).parent, label=label, check=False, missing="compute")
+        self.file = Path(file)
+
+    def path(self, kind: str | registry.Kind, config: Mapping[str, Any]) -> Path:
+        return self.file
+
+    def read(self, kind: str | registry.Kind, config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+        check_output(self.file, header_config(registry.get(kind), config))  # another run's file: choose another
+        return super().read(kind, config)
+
+    def register_fingerprint(self) -> str:
+        return self.fingerprint_id
 
 
 def open_store(profile: str | None = None, *, root: str | Path | None = None) -> Store:

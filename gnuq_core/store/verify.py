@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from tqdm.auto import tqdm
+
 from gnuq_core.repro.files import write_atomic
 from gnuq_core.repro.keys import plain, without
 from gnuq_core.repro.paths import REPO_ROOT
@@ -201,8 +203,6 @@ def verify_file(platform: str, spec: registry.Kind, path: Path, stored: dict[str
         mine = world.mine(list(plan))
         todo = [i for i in mine if i not in out.done]
         if todo and progress:
-            from tqdm.auto import tqdm
-
             rank = f" [rank {world.rank}/{world.size}]" if world.sharded else ""
             todo = tqdm(todo, desc=f"verify {progress}{rank}", total=len(mine), initial=len(mine) - len(todo))
         for item in todo:

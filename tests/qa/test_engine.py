@@ -1,4 +1,5 @@
-"""gnuq_core.qa.engine: one question end to end on a tiny model, and resumable benchmark runs."""
+"""gnuq_core.qa.engine: one question end to end on a tiny model, and resumable runs into one
+file (``gnuq qa``'s route: `gnuq_core.qa.study.run_dataset` through a `OneFile` store)."""
 
 from __future__ import annotations
 
@@ -18,12 +19,21 @@ import pytest
 from gnuq_core.lm.clustering import exact_match_clusters
 from gnuq_core.qa.data import QAItem
 from gnuq_core.options import OptionError
-from gnuq_core.qa.engine import QAConfig, clean, evaluate_question, question_seed, run_benchmark
+from gnuq_core.qa.engine import QAConfig, clean, evaluate_question, question_seed
 from gnuq_core.qa.scores import SCORES, score_record
+from gnuq_core.qa.study import run_dataset
 from gnuq_core.repro.records import ConfigMismatch, read_records
+from gnuq_core.store.store import OneFile
 from tests.tiny_models import byte_tokenizer, tiny_gemma, tiny_llama
 
 CFG = QAConfig(model="tiny", max_new_tokens=3, n_samples=3, clusterer="exact")
+
+
+def run_benchmark(lm, items, config, out, world=None) -> int:
+    """``gnuq qa``'s route into ``out``: how many records it computed."""
+    store = OneFile(out, label="the test file")
+    run_dataset(lm, items, config, store=store, progress=False, verify=0, world=world, texts=True)
+    return store.reads[-1].computed
 
 
 def test_a_record_is_raw_and_every_score_is_computed_from_it():
@@ -52,17 +62,17 @@ def test_benchmark_is_resumable(tmp_path):
     lm = SimpleNamespace(model=tiny_llama(), tokenizer=byte_tokenizer(), prompt_style="chat")
     items = [QAItem(f"q{i}", f"Question {i}?", ("a",), ("b",), "fixture") for i in range(3)]
     out = tmp_path / "run.jsonl"
-    assert run_benchmark(lm, items[:2], CFG, out, progress=False) == 2
-    assert run_benchmark(lm, items, CFG, out, progress=False) == 1  # only the new one
+    assert run_benchmark(lm, items[:2], CFG, out) == 2
+    assert run_benchmark(lm, items, CFG, out) == 1  # only the new one
     config, recs = read_records(out)
     assert [r["id"] for r in recs] == ["q0", "q1", "q2"] and config["model"] == "tiny"
     r = recs[0]
     assert r["correctness_inputs"] == {"correct_answers": ["a"], "incorrect_answers": ["b"]}
     assert r["question"] == "Question 0?" and "total" in r["timings"] and r["answer"] is not None
     with pytest.raises(ConfigMismatch):
-        run_benchmark(lm, items, QAConfig(model="tiny", n_samples=2, clusterer="exact"), out, progress=False)
-    with pytest.raises(ValueError, match="items come from fixture"):
-        run_benchmark(lm, items, QAConfig(model="tiny", dataset="triviaqa"), tmp_path / "x.jsonl", progress=False)
+        run_benchmark(lm, items, QAConfig(model="tiny", n_samples=2, clusterer="exact"), out)
+    with pytest.raises(ValueError, match="the items come from fixture, not only from triviaqa"):
+        run_benchmark(lm, items, QAConfig(model="tiny", dataset="triviaqa"), tmp_path / "x.jsonl")
     # the stored record is scored without the model; reclustering the samples changes semantic entropy only
     scores = score_record(r, missing="raise")
     one_cluster = {**r, "samples": [{**x, "cluster": 0} for x in r["samples"]]}
@@ -95,14 +105,14 @@ def test_samples_are_seeded_by_question_not_by_run_order_or_process(tmp_path):
     assert question_seed(0, "q1") == question_seed(0, "q1") != question_seed(0, "q2") != question_seed(1, "q1")
     lm = SimpleNamespace(model=tiny_llama(), tokenizer=byte_tokenizer(), prompt_style="chat")
     items = [QAItem(f"q{i}", f"Question {i}?", ("a",), ("b",), "fixture") for i in range(5)]
-    run_benchmark(lm, items, CFG, tmp_path / "one.jsonl", progress=False)
-    run_benchmark(lm, items[::-1], CFG, tmp_path / "reversed.jsonl", progress=False)
+    run_benchmark(lm, items, CFG, tmp_path / "one.jsonl")
+    run_benchmark(lm, items[::-1], CFG, tmp_path / "reversed.jsonl")
     # two ranks, one after the other (no process group: the barriers are no-ops): rank 1 leaves
     # its shard, rank 0 writes its own and merges both in the order of the items
     out = tmp_path / "sharded.jsonl"
-    assert run_benchmark(lm, items, CFG, out, progress=False, world=World(1, 2)) == 2
+    assert run_benchmark(lm, items, CFG, out, world=World(1, 2)) == 2
     assert [p.name for p in shard_paths(out)] == ["sharded.rank1of2.jsonl"] and not out.exists()
-    assert run_benchmark(lm, items, CFG, out, progress=False, world=World(0, 2)) == 3
+    assert run_benchmark(lm, items, CFG, out, world=World(0, 2)) == 3
     assert shard_paths(out) == []
 
     def numbers(path):  # without wall times
