@@ -92,7 +92,7 @@ book: chapters
 # Every test that starts a process carries the subprocess mark; under GNUQ_CHECK=1 an unmarked
 # one fails, so the marks stay true (tests/conftest.py).
 check: setup
-	GNUQ_CHECK=1 $(PY) -m pytest -q -n auto -m "not book and not browser and not subprocess" --durations=10
+	GNUQ_CHECK=1 $(PY) -m pytest -q -n auto --dist worksteal -m "not book and not browser and not subprocess" --durations=10
 
 test: setup
 	$(PY) -m pytest --durations=25

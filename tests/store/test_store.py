@@ -315,7 +315,8 @@ def test_on_the_platform_that_made_it_an_item_is_recomputed_under_its_blas_threa
     with threadpool_limits(limits=2, user_api="blas"):
         assert store.items(kind, {}, ["a"], compute, verify=1)[0]["v"] == 1.0
         seen = [r["v"] for r in blas_thread_variants(compute, "a", {"_made": {"fp": "x"}})]  # no stamp
-    assert seen[0] == float(blas_threads()) and 1.0 in seen
+        here = float(blas_threads())
+    assert seen[0] == here and 1.0 in seen
 
 
 def test_a_full_verification_read_in_several_calls_reports_every_item_verified(tmp_path: Path) -> None:
