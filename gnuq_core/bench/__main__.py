@@ -50,6 +50,9 @@ def _parser(prog: str = "gnuq bench") -> argparse.ArgumentParser:
     p.add_argument("--ladder", nargs="*", type=ladder_pair, default=[[h, n] for h, n in d.ladder], help="HIDDENxLAYERS ...")
     p.add_argument("--no-memory", action="store_true")
     p.add_argument("--no-profile", action="store_true")
+    p.add_argument("--floor-rounds", type=flag(Rule(minimum=0, maximum=MAX_SIZE, integer=True)),
+                   default=d.floor_rounds, help="extra rounds per question of the four passes that split the "
+                   "gradient pass's cost above the floor (0: the ordinary repeats only)")
     p.add_argument("--gram-repeats", type=flag(Rule(minimum=0, maximum=MAX_SIZE, integer=True)), default=d.gram_repeats,
                    help="rounds of the full against symmetric Gram-product timing (default 10; 0: skip)")
     p.add_argument("--no-throughput", action="store_true", help="skip the records/hour runs")
@@ -144,7 +147,7 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
                       clusterer=args.clusterer, answer_lengths=list(args.answer_lengths),
                       prompt_lengths=list(args.prompt_lengths), sweep_repeats=args.sweep_repeats,
                       ladder=[list(x) for x in args.ladder], memory=not args.no_memory,
-                      profile=not args.no_profile, gram_repeats=args.gram_repeats, skip=list(args.skip), throughput=not args.no_throughput,
+                      profile=not args.no_profile, gram_repeats=args.gram_repeats, floor_rounds=args.floor_rounds, skip=list(args.skip), throughput=not args.no_throughput,
                       throughput_questions=args.throughput_questions,
                       layouts=[list(x) for x in args.layouts], qa_n_samples=args.qa_samples,
                       qa_max_new_tokens=args.qa_max_new_tokens, device=args.device, dtype=args.dtype,
@@ -158,7 +161,7 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
         cfg.n_questions, cfg.repeats, cfg.sweep_repeats = 1, 1, 1
         cfg.answer_lengths, cfg.prompt_lengths, cfg.ladder, cfg.memory = [4, 16, 64], [32, 128, 256], [], False
         cfg.skip = sorted(set(cfg.skip) | {"reference"})
-        cfg.gram_repeats = min(cfg.gram_repeats, 3)
+        cfg.gram_repeats, cfg.floor_rounds = min(cfg.gram_repeats, 3), min(cfg.floor_rounds, 2)
         cfg.batch_sizes, cfg.batch_pairs, cfg.batch_repeats = [1, 4, 16], 16, 1
     if args.tiny:
         cfg.models = ["random:tiny", "tiny-llama"] if cfg.models == BenchConfig().models else cfg.models
@@ -170,7 +173,7 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
         cfg.nli_architecture, cfg.p_true_shots = "tiny", 2
         cfg.long_answer_tokens = min(cfg.long_answer_tokens, 8)
         cfg.batch_sizes, cfg.batch_pairs, cfg.batch_repeats = [1, 2], 4, 1
-        cfg.peer_sizes, cfg.peer_repeats = [1, 2], 2
+        cfg.peer_sizes, cfg.peer_repeats, cfg.floor_rounds = [1, 2], 2, 1
     return cfg
 
 

@@ -14,7 +14,7 @@ from gnuq_core.qa.config import QAConfig
 
 __all__ = ["BenchConfig", "GRAD_GROUPS", "TARGET_GRAD_OVER_FORWARD", "TARGET_ABOVE_FLOOR", "TARGET_REST_ABOVE_GRAMS",
            "TARGET_MEMORY_FRACTION", "PAPER_SPEEDUP",
-           "SCHEMA", "PASS_NAMES", "REFERENCE_PASSES", "EVERY_ROUND", "BATCH_SIZE", "P_TRUE_SHOTS",
+           "SCHEMA", "PASS_NAMES", "REFERENCE_PASSES", "FLOOR_SPLIT", "EVERY_ROUND", "BATCH_SIZE", "P_TRUE_SHOTS",
            "LONG_ANSWER", "REFERENCE_ANSWER_CAP"]
 
 SCHEMA = 2
@@ -34,6 +34,9 @@ PASS_NAMES = ("generate", "forward", "gradient", *(f"gradient_{g}" for g in GRAD
               "decode", "cluster", "p_true", "p_true_reference", "sample_sequential", "nli_check", "p_true_fewshot")
 # The baselines as their reference implementations run them (``BenchConfig.reference``).
 REFERENCE_PASSES = ("sample_sequential", "nli_check", "p_true_fewshot")
+FLOOR_SPLIT = ("forward", "backward_floor", "backward_floor_grams", "gradient")
+"""The passes whose differences split the gradient pass's cost above a no-grad forward into the
+floor, the Gram products and the rest; ``BenchConfig.floor_rounds`` times them further."""
 EVERY_ROUND = ("gradient", "forward")
 """Passes ``timed_once`` may not hold: the estimator and the forward it is compared with (the
 speed-ups and ratios are per round)."""
@@ -87,6 +90,12 @@ class BenchConfig:
     gram_repeats : int
         Rounds of the Gram-kernel timing (`gnuq_core.bench.grams`: full against symmetric
         products, on the median-length question; 0: skip).
+    floor_rounds : int
+        Extra rounds per question, after the ordinary repeats, of the four passes the floor
+        split compares (:data:`FLOOR_SPLIT`, in a fresh random order each round). What the
+        gradient pass costs above its floor is a difference of two passes of about two
+        forwards each, so a few rounds leave it to noise (at 2 threads one round's value ranged
+        from -0.27 to +0.52 forwards); 0: the ordinary repeats only.
     skip : list[str]
         Timed passes to leave out (e.g. ``["reference"]`` to save time; the estimator, the
         floor and the baselines cannot be skipped).
@@ -171,6 +180,7 @@ class BenchConfig:
     memory_repeats: int = 2
     profile: bool = True
     gram_repeats: int = 10
+    floor_rounds: int = 10
     skip: list[str] = field(default_factory=list)
     throughput: bool = True
     throughput_questions: int = 0
@@ -225,6 +235,8 @@ class BenchConfig:
                              f"{self.batch_pairs}, batch_repeats={self.batch_repeats}, peer_repeats={self.peer_repeats}: each "
                              f"must be ≥ 1, and "
                              f"peer_memory_gb={self.peer_memory_gb} > 0")
+        if self.floor_rounds < 0:
+            raise ValueError(f"floor_rounds={self.floor_rounds}: use 0 (the ordinary repeats only) or more rounds")
         if self.gram_repeats < 0:
             raise ValueError(f"gram_repeats={self.gram_repeats}: use 0 (skip the Gram-kernel timing) or more rounds")
         if self.n_questions < 1:

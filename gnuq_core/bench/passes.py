@@ -75,7 +75,7 @@ from typing import Any
 import numpy as np
 
 from gnuq_core.bench import clock
-from gnuq_core.bench.config import GRAD_GROUPS, BenchConfig
+from gnuq_core.bench.config import FLOOR_SPLIT, GRAD_GROUPS, BenchConfig
 from gnuq_core.bench.questions import Question, limits, prepare_question
 from gnuq_core.bench.subjects import Subject
 from gnuq_core.lm import decoding, gradient
@@ -85,7 +85,7 @@ from gnuq_core.lm.decoding import generate, sample_answers
 from gnuq_core.lm.entailment import EntailmentClusterer, random_nli_model
 from gnuq_core.lm.floor import activation_backward, linear_input_groups, norm_multiply_adds
 
-__all__ = ["Pass", "make_passes", "time_questions", "clusterer_for", "nli_clusterer", "beyond_reference_questions",
+__all__ = ["Pass", "make_passes", "time_questions", "floor_rounds", "clusterer_for", "nli_clusterer", "beyond_reference_questions",
            "REQUIRED", "ENGINE_PASSES", "DERIVED"]
 
 # Passes that cannot be skipped: the estimator, the floor and the baselines.
@@ -296,6 +296,23 @@ def beyond_reference_questions(q: Question, questions: list[Question], config: B
     return same.index(q.id) >= config.reference_questions
 
 
+def floor_rounds(passes: dict[str, Pass], config: BenchConfig, rng: np.random.Generator,
+                 device: str) -> dict[str, dict[str, list[float]]]:
+    """``config.floor_rounds`` more rounds of the passes of :data:`FLOOR_SPLIT` (each round in a
+    fresh random order), wall and CPU seconds: ``{"floor_times": {pass: [...]},
+    "floor_cpu_times": {...}}``, empty where the rounds are off or a pass is skipped."""
+    if not config.floor_rounds or not set(FLOOR_SPLIT) <= set(passes):
+        return {}
+    wall: dict[str, list[float]] = {k: [] for k in FLOOR_SPLIT}
+    cpu: dict[str, list[float]] = {k: [] for k in FLOOR_SPLIT}
+    for r in range(config.floor_rounds):
+        for name in rng.permutation(list(FLOOR_SPLIT)):
+            _, sec, c = clock.timed_cpu(functools.partial(passes[name], config.repeats + r), device)
+            wall[name].append(sec)
+            cpu[name].append(c)
+    return {"floor_times": wall, "floor_cpu_times": cpu}
+
+
 def time_questions(subject: Subject, questions: list[Question], config: BenchConfig, clusterer: Any = None,
                    progress: bool = True) -> list[dict[str, Any]]:
     """Time every pass ``config.repeats`` times per question, in a fresh random order each
@@ -308,7 +325,8 @@ def time_questions(subject: Subject, questions: list[Question], config: BenchCon
     the first repeat only and its time is repeated for the others (``timed_once``); the
     costs of :data:`DERIVED` are added per repeat (``derived``: how). ``multiply_adds``: the
     matrix products of one forward and of the gradient pass's norm beyond its floor, counted
-    from the shapes (`gnuq_core.lm.floor.norm_multiply_adds`; nothing timed).
+    from the shapes (`gnuq_core.lm.floor.norm_multiply_adds`; nothing timed). ``floor_times``
+    and ``floor_cpu_times``: the extra rounds of `floor_rounds`.
     """
     from tqdm.auto import tqdm
 
@@ -349,6 +367,7 @@ def time_questions(subject: Subject, questions: list[Question], config: BenchCon
                         sample_tokens.append([len(s_.answer_ids) for s_ in res])
                 times[name].append(sec * run.scale)
                 cpu_times[name].append(cpu * run.scale)
+        floor = floor_rounds(passes, config, rng, subject.device)
         derived = {}
         for name, (timed, attr) in DERIVED.items():
             if timed in times:
@@ -359,7 +378,7 @@ def time_questions(subject: Subject, questions: list[Question], config: BenchCon
         out.append({"id": q.id, "dataset": q.dataset, "prompt_tokens": len(q.prompt_ids),
                     "answer_tokens": len(q.answer_ids), "answer": q.answer, "sample_tokens": q.sample_tokens,
                     "sample_tokens_timed": sample_tokens, "times": times, "cpu_times": cpu_times,
-                    "gradient_split": split,
+                    "gradient_split": split, **floor,
                     "functions": {**{k: p.function for k, p in passes.items()},
                                   **{k: passes[DERIVED[k][0]].function for k in derived}},
                     "timed_once": [k for k in config.timed_once if k in passes], "derived": derived,

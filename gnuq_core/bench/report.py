@@ -112,6 +112,7 @@ def floor_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
                      "above floor": above["median"] if above and above["n"] else float("nan"),
                      "above floor 95% CI": (f"[{above['ci'][0]:.2f}, {above['ci'][1]:.2f}]"
                                             if above and above["n"] else "not measured"),
+                     "above floor rounds": above["n"] if above else 0,
                      "above-floor target ≤": ta.get("threshold"),
                      **{col: e["summary"]["ratios"][key]["median"] if key in e["summary"]["ratios"] else float("nan")
                         for col, key in (("of it Gram products", "grams_above_floor_over_forward"),

@@ -38,7 +38,7 @@ from gnuq_core.repro.claims import Measurement
 from gnuq_core.stats import cluster_bootstrap
 
 __all__ = ["summary", "ratio_summary", "units", "estimator_passes", "method_costs",
-           "summarize_model", "c8_measurement", "c8_readings", "gap_factors", "targets", "PASS_LABELS",
+           "summarize_model", "floor_ratios", "c8_measurement", "c8_readings", "gap_factors", "targets", "PASS_LABELS",
            "TARGET_SECONDS_PER_RECORD", "TARGET_CAMPAIGN_HOURS", "REFERENCE_OF", "READINGS"]
 
 PASS_LABELS = {"sample": "N samples", "cluster": "clustering", "p_true": "P(True) forward",
@@ -94,13 +94,15 @@ def ratio_summary(numerator: Sequence[float], denominator: Sequence[float], *, c
 # --------------------------------------------------------------------------- costs
 
 
-def units(records: Sequence[dict[str, Any]], clock: str = "wall") -> list[tuple[int, dict[str, float]]]:
+def units(records: Sequence[dict[str, Any]], clock: str = "wall",
+          rounds: str = "times") -> list[tuple[int, dict[str, float]]]:
     """``(question index, {pass: seconds})`` per (question, repeat) round, on the ``"wall"``
-    or ``"cpu"`` clock."""
-    key = "times" if clock == "wall" else "cpu_times"
+    or ``"cpu"`` clock; ``rounds="floor_times"``: the floor split's extra rounds
+    (`gnuq_core.bench.passes.floor_rounds`; none in records made before them)."""
+    key = rounds if clock == "wall" else rounds.replace("times", "cpu_times")
     out = []
     for qi, rec in enumerate(records):
-        times = {k: v for k, v in rec[key].items() if v}
+        times = {k: v for k, v in rec.get(key, {}).items() if v}
         n = min((len(v) for v in times.values()), default=0)
         out += [(qi, {k: float(v[r]) for k, v in times.items()}) for r in range(n)]
     return out
@@ -182,14 +184,7 @@ def summarize_model(records: Sequence[dict[str, Any]], seed: int = 0, clock: str
     if "forward" in names:
         fwd = [u["forward"] for _, u in us]
         ratios["gradient_over_forward"] = ratio(grad, fwd)
-        if "backward_floor" in names:
-            floor = [u["backward_floor"] for _, u in us]
-            ratios["backward_floor_over_forward"] = ratio(floor, fwd)
-            ratios["gradient_above_floor_over_forward"] = ratio([g - f for g, f in zip(grad, floor)], fwd)
-            if "backward_floor_grams" in names:  # what the pass costs above the floor, split in two
-                grams = [u["backward_floor_grams"] for _, u in us]
-                ratios["grams_above_floor_over_forward"] = ratio([g - f for g, f in zip(grams, floor)], fwd)
-                ratios["gradient_above_grams_over_forward"] = ratio([g - f for g, f in zip(grad, grams)], fwd)
+        ratios.update(floor_ratios(us + units(records, clock, "floor_times"), seed))
         for g in GRAD_GROUPS:
             if f"gradient_{g}" in names:
                 ratios[f"gradient_{g}_over_forward"] = ratio([u[f"gradient_{g}"] for _, u in us], fwd)
@@ -218,6 +213,29 @@ def summarize_model(records: Sequence[dict[str, Any]], seed: int = 0, clock: str
             "arithmetic": arithmetic(records), "fastest_sampling_baseline": fastest,
             "fastest_reference_baseline": fastest_of("reference"),
             "gap": gap_factors(us), "units": len(us), "questions": len(records)}
+
+
+def floor_ratios(us: Sequence[tuple[int, dict[str, float]]], seed: int = 0) -> dict[str, Any]:
+    """The gradient pass's cost above a no-grad forward, split (paired per round, in forwards):
+    the floor (``backward_floor``), the pass above it, and that split into the Gram products
+    (``backward_floor_grams`` − floor) and the rest (gradient − ``backward_floor_grams``), over
+    the rounds ``us`` that timed them (the ordinary repeats and the floor's extra rounds)."""
+    us = [(q, u) for q, u in us if {"forward", "gradient", "backward_floor"} <= set(u)]
+    if not us:
+        return {}
+    cl = [q for q, _ in us]
+    fwd, grad, floor = ([u[k] for _, u in us] for k in ("forward", "gradient", "backward_floor"))
+
+    def ratio(num: list[float]) -> dict[str, Any]:
+        return ratio_summary(num, fwd, clusters=cl, seed=seed)
+
+    out = {"backward_floor_over_forward": ratio(floor),
+           "gradient_above_floor_over_forward": ratio([g - f for g, f in zip(grad, floor)])}
+    if all("backward_floor_grams" in u for _, u in us):  # what the pass costs above the floor, split in two
+        grams = [u["backward_floor_grams"] for _, u in us]
+        out["grams_above_floor_over_forward"] = ratio([g - f for g, f in zip(grams, floor)])
+        out["gradient_above_grams_over_forward"] = ratio([g - f for g, f in zip(grad, grams)])
+    return out
 
 
 def arithmetic(records: Sequence[dict[str, Any]]) -> dict[str, Any]:

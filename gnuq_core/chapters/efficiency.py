@@ -79,7 +79,7 @@ class Params(ChapterParams):
         "quick": {"n_questions": 1, "repeats": 1, "max_new_tokens": 24, "skip_passes": ["reference"],
                   "answer_lengths": [4, 16, 64], "prompt_lengths": [32, 128, 256], "sweep_repeats": 1,
                   "ladder": [[64, 2], [128, 4]], "throughput": False, "memory": False, "p_true_shots": 5,
-                  "batch_sizes": [1, 4], "batch_pairs": 4, "peer_sizes": [1], "peer_repeats": 2},
+                  "batch_sizes": [1, 4], "batch_pairs": 4, "peer_sizes": [1], "peer_repeats": 2, "floor_rounds": 1},
         # throughput, memory: records/hour (real QA pipeline in worker processes) and peak memory
         # (a process per pass) took 64 of the smoke page's 95 s; tests/bench and
         # tests/chapters/test_efficiency run them
@@ -88,7 +88,7 @@ class Params(ChapterParams):
                   "ladder": [[32, 1]], "ladder_repeats": 1, "skip_passes": [], "throughput_questions": 0,
                   "synthetic_prompt": [20, 40], "synthetic_answer": 6, "nli_architecture": "tiny", "p_true_shots": 2,
                   "long_answer_tokens": 12, "batch_sizes": [1, 2], "batch_pairs": 4, "peer_sizes": [1, 2],
-                  "peer_repeats": 2, "threads": 1, "throughput": False, "memory": False},
+                  "peer_repeats": 2, "floor_rounds": 1, "threads": 1, "throughput": False, "memory": False},
     }
     seed: int = param(0, OPTIONS["seed"], "seeds the question choice, the samplers and the bootstrap")
     models: list[str] = param(["smollm2-135m-instruct", "gemma3-270m"], Rule(nonempty=True),
@@ -131,6 +131,9 @@ class Params(ChapterParams):
     peer_sizes: list[int] = param([1], bench_config.BATCH_SIZE, "batch sizes of gnuq against Opacus, torch.func "
                                                                "and the floor (empty: none; `make bench`: 1, 4, 16, 64)")
     peer_repeats: int = param(2, bench_config.BATCH_SIZE, "timed rounds of that comparison")
+    floor_rounds: int = param(2, NONNEG_SIZE, "extra rounds per question of the forward, the floor, the floor with "
+                                              "its Gram products and the gradient pass, whose differences split "
+                                              "the pass's cost (`make bench`: 10)")
     peer_max_seconds: float = param(10.0, NONNEG, "a method whose first call takes longer is timed by that call alone")
     reference: bool = param(True, None, "also time the baselines as their reference implementations run them "
                                         "(sequential sampling, DeBERTa-large entailment, few-shot P(True))")
@@ -189,7 +192,7 @@ def bench_config_of(p: Params) -> bench_config.BenchConfig:
         throughput=p.throughput, throughput_questions=p.throughput_questions, layouts=[list(x) for x in p.layouts],
         threads=p.threads or None, seed=p.seed, synthetic_prompt=(p.synthetic_prompt[0], p.synthetic_prompt[1]),
         synthetic_answer=p.synthetic_answer, batch_sizes=list(p.batch_sizes), batch_pairs=p.batch_pairs,
-        batch_repeats=1, peer_sizes=list(p.peer_sizes), peer_repeats=p.peer_repeats,
+        batch_repeats=1, peer_sizes=list(p.peer_sizes), peer_repeats=p.peer_repeats, floor_rounds=p.floor_rounds,
         peer_max_seconds=p.peer_max_seconds,
         reference=p.reference, reference_questions=p.reference_questions, timed_once=list(p.timed_once),
         sequential_timed=p.sequential_timed, nli_architecture=p.nli_architecture,
@@ -408,7 +411,7 @@ def _floor(res: dict[str, Any], out: Result) -> None:
         target_ratio=bench_config.TARGET_GRAD_OVER_FORWARD, target_above_floor=bench_config.TARGET_ABOVE_FLOOR,
         above_floor_list=Markdown("; ".join(
             f"`{r['model']}` {r['above floor']:.2f} forwards above it (95% CI "
-            f"{_dash(r['above floor 95% CI'])}; target {r['above-floor verdict']}"
+            f"{_dash(r['above floor 95% CI'])}, {r['above floor rounds']} paired rounds; target {r['above-floor verdict']}"
             + (f"; the Gram products {r['of it Gram products']:.2f}, the rest {r['of it the rest']:.2f}, "
                f"whose target of {r['rest target ≤']} is {r['rest verdict']}"
                if np.isfinite(r["of it Gram products"]) else "") + ")"

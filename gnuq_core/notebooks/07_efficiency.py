@@ -123,7 +123,9 @@ glue("floor_table", result.tables["floor"], display=True)
 # timed in the same rounds) is its floor: {glue:md}`floor_bound_list`. The rest is the
 # Gram matrices of the ghost norms, which grow with the square of the sequence length
 # (prompt + answer), and the few explicit gradients of short or shared parameters.
-# Paired round by round, the gradient pass costs {glue:md}`above_floor_list`. The target of
+# Paired round by round (the ordinary rounds and more rounds of these passes alone, since what
+# the pass costs above its floor is the difference of two passes of about two forwards each),
+# the gradient pass costs {glue:md}`above_floor_list`. The target of
 # at most {glue:text}`target_above_floor:.2f` forwards above the floor is met on
 # {glue:text}`above_floor_n_met` of {glue:text}`above_floor_n` models. The split comes from a
 # third pass timed in the same rounds, the floor with the Gram matrices formed as the

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gnuq_core.bench.config import BenchConfig
+from gnuq_core.bench.config import FLOOR_SPLIT, BenchConfig
 from gnuq_core.bench.passes import REQUIRED, clusterer_for, make_passes, time_questions
 from gnuq_core.bench.questions import Question, build_questions, prepare_question
 from gnuq_core.bench.subjects import load_subject
@@ -16,7 +16,7 @@ ENGINE = ("gnuq_core.lm.", "gnuq_core.qa.")
 def config() -> BenchConfig:
     return BenchConfig(models=["tiny-llama"], datasets=["a"], n_questions=1, repeats=2, n_samples=3,
                        max_new_tokens=4, clusterer="exact", synthetic_prompt=(10, 14), synthetic_answer=3, threads=1,
-                       nli_architecture="tiny", p_true_shots=2)
+                       nli_architecture="tiny", p_true_shots=2, floor_rounds=2)
 
 
 @pytest.fixture(scope="module")
@@ -81,6 +81,17 @@ def test_time_questions_interleaves_every_pass(config: BenchConfig) -> None:
     assert all(len(v) == config.repeats for v in r["times"].values())
     assert set(r["times"]) == set(r["functions"]) and set(REQUIRED) <= set(r["times"])
     assert len(r["gradient_split"]["backward"]) == config.repeats
+    # the floor split's extra rounds: its four passes only, each round timed once per pass
+    assert set(r["floor_times"]) == set(FLOOR_SPLIT) == set(r["floor_cpu_times"])
+    assert all(len(v) == config.floor_rounds and min(v) > 0 for v in r["floor_times"].values())
+
+
+def test_no_floor_rounds_where_they_are_off(config: BenchConfig) -> None:
+    from dataclasses import replace
+
+    sub, cfg = load_subject("random:tiny"), replace(config, floor_rounds=0)
+    (r,) = time_questions(sub, build_questions(sub, cfg), cfg, clusterer_for("exact")[0], progress=False)
+    assert "floor_times" not in r and len(r["times"]["gradient"]) == cfg.repeats
 
 
 def test_unknown_random_architecture() -> None:

@@ -127,7 +127,8 @@ def test_cli_quick_shrinks_the_run() -> None:
     cfg = config_from_args(_parser().parse_args(["--quick"]))
     assert cfg.n_questions == 1 and cfg.repeats == 1 and not cfg.ladder and not cfg.memory
     assert cfg.throughput and cfg.qa_n_samples == 10 and cfg.qa_max_new_tokens == 32  # study settings kept
-    assert "reference" in cfg.skip and cfg.gram_repeats == 3
+    assert "reference" in cfg.skip and cfg.gram_repeats == 3 and cfg.floor_rounds == 2
+    assert config_from_args(_parser().parse_args(["--floor-rounds", "0"])).floor_rounds == 0
 
 
 def test_cli_bad_option_is_one_line(capsys: pytest.CaptureFixture) -> None:

@@ -145,6 +145,23 @@ def test_gradient_above_floor_is_paired_per_round_and_judged() -> None:
     assert "gradient_above_floor" not in sm.targets({"models": {"m": {"summary": no_floor}}})["m"]
 
 
+def test_the_floor_split_pools_the_ordinary_and_the_extra_rounds_and_nothing_else_does() -> None:
+    """The floor, the pass above it, the Gram products and the rest are paired within each round,
+    over the ordinary repeats and the floor's extra rounds; the speed-ups use the ordinary ones."""
+    rec = _record({"forward": [0.1], "gradient": [0.30], "backward_floor": [0.2], "backward_floor_grams": [0.25]})
+    rec["floor_times"] = {"forward": [0.1, 0.2], "gradient": [0.26, 0.5], "backward_floor": [0.2, 0.4],
+                          "backward_floor_grams": [0.25, 0.48]}
+    rec["floor_cpu_times"] = rec["floor_times"]
+    s = sm.summarize_model([rec])
+    r = s["ratios"]
+    assert sorted(r["gradient_above_grams_over_forward"]["values"]) == pytest.approx([0.1, 0.1, 0.5])
+    assert sorted(r["grams_above_floor_over_forward"]["values"]) == pytest.approx([0.4, 0.5, 0.5])
+    assert r["backward_floor_over_forward"]["n"] == 3 and r["gradient_over_forward"]["n"] == 1 and s["units"] == 1
+    assert sm.summarize_model([rec], clock="cpu")["ratios"]["backward_floor_over_forward"]["n"] == 3
+    del rec["floor_times"], rec["floor_cpu_times"]  # a run made before the extra rounds
+    assert sm.summarize_model([rec])["ratios"]["gradient_above_grams_over_forward"]["values"] == pytest.approx([0.5])
+
+
 def test_arithmetic_is_the_counted_norm_over_the_counted_forward_per_question() -> None:
     records = [{"multiply_adds": {"forward": 100, "norm": 20, "norm_symmetric": 11}},
                {"multiply_adds": {"forward": 200, "norm": 30, "norm_symmetric": 16}},
