@@ -95,7 +95,7 @@ check: setup
 	GNUQ_CHECK=1 $(PY) -m pytest -q -n auto --dist worksteal -m "not book and not browser and not subprocess" --durations=10
 
 test: setup
-	$(PY) -m pytest --durations=25
+	$(PY) -m pytest -n auto --dist worksteal --durations=25
 
 # BENCH_ARGS: e.g. --quick (a few minutes), --no-throughput, --models smollm2-135m-instruct
 bench: setup

@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -51,16 +52,9 @@ def build_book(root: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=900)
 
 
-@pytest.fixture(scope="session")
-def smoke_book(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """HTML of the whole book, every chapter executed in the smoke profile.
-
-    ``GNUQ_BOOK_HTML`` points at an already built book instead (CI uses it to check the
-    quick-profile book in the browser).
-    """
-    if os.environ.get("GNUQ_BOOK_HTML"):
-        return Path(os.environ["GNUQ_BOOK_HTML"]).resolve()
-    root = copy_book_sources(tmp_path_factory.mktemp("smoke_book"))
+def _build_smoke_book(base: Path) -> Path:
+    """Every chapter executed in the smoke profile under ``base``, then the book built: its HTML."""
+    root = copy_book_sources(base)
     run = subprocess.run([sys.executable, "-m", "gnuq_core.book.runner", "run", "--profile", "smoke",
                           "--out", str(root / "book" / "_generated")],
                          capture_output=True, text=True, timeout=1800, cwd=REPO_ROOT)
@@ -68,6 +62,36 @@ def smoke_book(tmp_path_factory: pytest.TempPathFactory) -> Path:
     build = build_book(root)
     assert build.returncode == 0, f"book build failed:\n{build.stdout[-5000:]}\n{build.stderr[-3000:]}"
     return root / "_build" / "html"
+
+
+@pytest.fixture(scope="session")
+def smoke_book(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    """HTML of the whole book, every chapter executed in the smoke profile.
+
+    Built once per test run: under pytest-xdist the first worker that needs it builds it and
+    the others wait for it (a file lock beside the workers' temporary folders; a failed build
+    fails every worker's book tests with its message, and is not retried).
+    ``GNUQ_BOOK_HTML`` points at an already built book instead (CI uses it to check the
+    paper edition in the browser).
+    """
+    if os.environ.get("GNUQ_BOOK_HTML"):
+        return Path(os.environ["GNUQ_BOOK_HTML"]).resolve()
+    if worker_id == "master":
+        return _build_smoke_book(tmp_path_factory.mktemp("smoke_book"))
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp().parent
+    outcome = shared / "smoke_book.outcome"
+    with FileLock(str(shared / "smoke_book.lock")):
+        if not outcome.is_file():
+            try:
+                html = _build_smoke_book(Path(tempfile.mkdtemp(prefix="smoke_book", dir=shared)))
+                outcome.write_text(f"built {html}")
+            except Exception as err:  # noqa: BLE001 - told to the waiting workers, then raised here too
+                outcome.write_text(f"failed {type(err).__name__}: {err}")
+        told = outcome.read_text()
+    assert told.startswith("built "), told.removeprefix("failed ")
+    return Path(told.removeprefix("built "))
 
 
 QUICK_PROBES = {"git", "pandoc"}

@@ -125,8 +125,8 @@ class BenchConfig:
     peer_repeats : int
         Timed rounds of the side-by-side comparison (its interval is a bootstrap over them).
     peer_max_seconds : float
-        A method whose first call takes longer is timed by that call alone (no rounds, no
-        memory): Opacus on Gemma took minutes per call on this CPU.
+        A method whose first (warm-up) call takes longer is timed by one more call alone (no
+        rounds, no memory): Opacus on Gemma took minutes per call on this CPU.
     reference : bool
         Also time the baselines as their reference implementations run them: N answers
         sampled one at a time (``sample_sequential``), one bidirectional-entailment

@@ -134,7 +134,8 @@ class Params(ChapterParams):
     floor_rounds: int = param(2, NONNEG_SIZE, "extra rounds per question of the forward, the floor, the floor with "
                                               "its Gram products and the gradient pass, whose differences split "
                                               "the pass's cost (`make bench`: 10)")
-    peer_max_seconds: float = param(10.0, NONNEG, "a method whose first call takes longer is timed by that call alone")
+    peer_max_seconds: float = param(10.0, NONNEG, "a method whose first (warm-up) call takes longer is timed by "
+                                                  "one more call alone")
     reference: bool = param(True, None, "also time the baselines as their reference implementations run them "
                                         "(sequential sampling, DeBERTa-large entailment, few-shot P(True))")
     reference_questions: int = param(1, NONNEG_SIZE, "questions per dataset on which the entailment "

@@ -62,18 +62,29 @@ def test_results_structure(results: dict) -> None:
     json.dumps(results, default=float)  # JSON-ready
 
 
-def test_a_peer_slower_than_its_cap_is_timed_once_and_says_so() -> None:
+def test_a_peer_slower_than_its_cap_is_timed_once_warm_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No rounds for a method whose warm-up call is over the cap: one more call, warm, is its time."""
     from types import SimpleNamespace
 
-    from gnuq_core.bench.side_by_side import peer_throughput
+    from gnuq_core.bench import side_by_side
     from gnuq_core.bench.subjects import load_subject
 
+    calls: list[object] = []
+
+    def timed(call, device=None):  # a first call of 10 s, later ones of 1 s
+        calls.append(call)
+        return call(), 10.0 if calls.count(call) == 1 else 1.0
+
+    monkeypatch.setattr(side_by_side.clock, "timed", timed)
     sub = load_subject("random:tiny")
-    cfg = BenchConfig(models=["random:tiny"], peer_sizes=[1], peer_repeats=3, peer_max_seconds=1e-9)
+    cfg = BenchConfig(models=["random:tiny"], peer_sizes=[1], peer_repeats=3, peer_max_seconds=5.0)
     question = SimpleNamespace(prompt_ids=[1, 5, 6, 7, 8], answer_ids=[9, 10])  # what the comparison reads
-    rows = peer_throughput(sub, [question], cfg, progress=False)["rows"]
-    timed = [r for r in rows if "why" not in r]
-    assert timed and all(r["runs"] == [r["seconds"]] and r["note"].startswith("timed once") for r in timed)
+    rows = side_by_side.peer_throughput(sub, [question], cfg, progress=False)["rows"]
+    timed_rows = [r for r in rows if "why" not in r]
+    assert timed_rows and all(r["runs"] == [r["seconds"]] == [1.0] for r in timed_rows)
+    assert all(r["note"] == "timed once, after a warm-up call of 10 s (more than peer_max_seconds = 5)"
+               for r in timed_rows)
+    assert len(calls) == 2 * len(timed_rows)  # no rounds
 
 
 def test_every_pass_in_the_tables_is_an_engine_function(results: dict) -> None:
