@@ -195,11 +195,15 @@ def test_two_qa_runs_on_one_out_and_ctrl_c(folders, tmp_path):
     out = tmp_path / "run.jsonl"
     args = _qa_args(folders / "chat", _data(tmp_path, [f"Question {i}?" for i in range(300)]), out)
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "OMP_NUM_THREADS": "1"}
-    # Ctrl-C as a terminal sends it: the child gets SIGINT's default action even where this test
-    # process ignores it (children inherit an ignored signal; under make test's workers an earlier
-    # test can leave it ignored, and the run then went on to the end and exited 0)
+    def as_from_a_terminal() -> None:
+        """SIGINT's default action, unblocked, even where this test process ignores or blocks it
+        (children inherit both; under make test's workers an earlier test can leave it ignored,
+        and the run then went on to the end and exited 0)."""
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
     first = subprocess.Popen([sys.executable, "-c", SLOW_QA, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, env=env, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                             text=True, env=env, preexec_fn=as_from_a_terminal)
     try:
         deadline = time.time() + 120
         while not (out.exists() and out.read_text().count("\n") >= 2) and time.time() < deadline:
