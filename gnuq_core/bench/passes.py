@@ -300,7 +300,7 @@ def floor_rounds(passes: dict[str, Pass], config: BenchConfig, rng: np.random.Ge
                  device: str) -> dict[str, dict[str, list[float]]]:
     """``config.floor_rounds`` more rounds of the passes of :data:`FLOOR_SPLIT` (each round in a
     fresh random order), wall and CPU seconds: ``{"floor_times": {pass: [...]},
-    "floor_cpu_times": {...}}``, empty where the rounds are off or a pass is skipped."""
+    "floor_cpu_times": {...}}``, empty where the rounds are off or ``passes`` lacks one of them."""
     if not config.floor_rounds or not set(FLOOR_SPLIT) <= set(passes):
         return {}
     wall: dict[str, list[float]] = {k: [] for k in FLOOR_SPLIT}
