@@ -14,7 +14,7 @@ from gnuq_core.bench.config import TARGET_REST_ABOVE_GRAMS
 from gnuq_core.bench.summary import TARGET_CAMPAIGN_HOURS, method_costs
 
 __all__ = ["baseline_name", "batching_rows", "gap_rows", "pass_rows", "cost_rows", "variant_rows", "floor_rows", "gram_rows", "speedup_rows", "throughput_rows", "campaign_rows",
-           "memory_rows", "section_rows", "format_table", "SHARE_PASSES"]
+           "memory_rows", "section_rows", "format_table", "floor_ratios", "peer_rows", "SHARE_PASSES"]
 
 SHARE_PASSES = ("generate", "sample", "gradient", "p_true", "cluster")
 
@@ -183,12 +183,23 @@ NO_GROWTH = "no memory growth seen"
 (resident memory, a lower bound) is not seen; the table's caption says so once."""
 
 
+def floor_ratios(rows: list[dict[str, Any]]) -> dict[tuple[int, str], float]:
+    """Each timed row of `gnuq_core.bench.side_by_side`, by ``(batch_size, method)``: its
+    seconds ÷ the floor's at the same B, from the stored seconds (NaN where the floor did not
+    run). A floor timed once, over ``peer_max_seconds``, counts like any other; runs made before
+    2026-12-07 stored ``over_floor`` as NaN there, so tables and sentences read the ratio here."""
+    floor = {r["batch_size"]: r["seconds"] for r in rows if r["method"] == "floor" and "why" not in r}
+    return {(r["batch_size"], r["method"]): r["seconds"] / floor.get(r["batch_size"], float("nan"))
+            for r in rows if "why" not in r}
+
+
 def peer_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
     """Per model, batch size and method: answers per second with the bootstrap interval of the
     time, the ratio to the floor and the peak extra memory, or why the method did not run
     (`gnuq_core.bench.side_by_side`; absent in runs made before it was timed)."""
     rows = []
     for spec, e in res["models"].items():
+        ratios = floor_ratios(e.get("peers", {}).get("rows", []))
         for r in e.get("peers", {}).get("rows", []):
             row = {"model": spec, "B": r["batch_size"], "method": PEER_NAMES.get(r["method"], r["method"])}
             if "why" in r:
@@ -201,7 +212,7 @@ def peer_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
                 peak, note = np.nan, "; ".join(filter(None, [note, NO_GROWTH]))
             rows.append({**row, "answers / s [95% CI]": f"{r['answers_per_second']:.3g} [{r['batch_size'] / hi:.3g}, "
                                                          f"{r['batch_size'] / lo:.3g}]",
-                         "÷ floor": r["over_floor"], "peak MB": peak, "note": note})
+                         "÷ floor": ratios[r["batch_size"], r["method"]], "peak MB": peak, "note": note})
     return rows
 
 

@@ -127,7 +127,8 @@ def peer_throughput(subject: Subject, questions: list[Question], config: BenchCo
             p.requires_grad_(flag)
     rows = []
     for b in sorted(set(config.peer_sizes)):
-        floor = float(np.median(runs[b, "floor"])) if (b, "floor") in runs else float("nan")
+        floor = (float(np.median(runs[b, "floor"])) if (b, "floor") in runs else
+                 slow[b, "floor"][1] if (b, "floor") in slow else float("nan"))
         for name in METHODS:
             if (b, name) in why:
                 rows.append({"batch_size": b, "method": name, "why": why[b, name]})
@@ -145,3 +146,4 @@ def peer_throughput(subject: Subject, questions: list[Question], config: BenchCo
                          "answers_per_second": b / sec, "over_floor": sec / floor, "peak_mb": peaks[b, name],
                          "runs": runs[b, name]})
     return {"parameters": words, "rows": rows}
+

@@ -574,6 +574,7 @@ def peer_standing(res: dict[str, Any]) -> str:
     floor_rows = {r["model"]: r for r in report.floor_rows(res)}
     for spec, e in res["models"].items():
         timed = [r for r in e.get("peers", {}).get("rows", []) if "why" not in r]
+        ratio = report.floor_ratios(timed)
         by_b: dict[int, dict[str, Any]] = {}
         for r in timed:
             by_b.setdefault(r["batch_size"], {})[r["method"]] = r
@@ -585,12 +586,15 @@ def peer_standing(res: dict[str, Any]) -> str:
         least, at_b = min(vs)
         text = (f"`{spec}`: gnuq {'at or above' if least >= 1 else 'below'} the fastest peer at "
                 f"{'every B' if least >= 1 else f'B = {at_b}'} (the least ratio of throughputs {least:.2f}, at B = {at_b})")
-        big = [(at["gnuq"]["over_floor"], b) for b, at in sorted(by_b.items()) if b >= 16 and "gnuq" in at
-               and "floor" in at]
-        if big:
-            worst, wb = max(big)
+        big = [(ratio[b, "gnuq"], b) for b, at in sorted(by_b.items()) if b >= 16 and "gnuq" in at]
+        compared = [(v, b) for v, b in big if np.isfinite(v)]
+        if compared:
+            worst, wb = max(compared)
             text += (f", {worst:.2f}× the floor's time at most at B ≥ 16 (B = {wb}; target ≤ {PEER_FLOOR_TARGET}: "
                      f"{'met' if worst <= PEER_FLOOR_TARGET else 'missed'})")
+        if len(compared) < len(big):
+            text += (", not compared with the floor at B = "
+                     f"{', '.join(str(b) for v, b in big if not np.isfinite(v))} (the floor did not run there)")
         fr = floor_rows.get(spec)
         if fr and fr["rest verdict"]:
             text += (f"; one answer: {fr['of it the rest']:.2f} forwards above the floor besides the Gram products "
@@ -636,7 +640,7 @@ def peer_words(res: dict[str, Any]) -> str:
         fastest = max(rivals, key=lambda r: r["answers_per_second"], default=None)
         vs = (f"{at['gnuq']['answers_per_second'] / fastest['answers_per_second']:.2f}× the throughput of the fastest "
               f"peer that ran ({report.PEER_NAMES[fastest['method']]})" if fastest else "no peer ran")
-        floor = f", {at['gnuq']['over_floor']:.2f}× the floor's time" if "floor" in at else ""
+        floor = f", {report.floor_ratios(timed)[b, 'gnuq']:.2f}× the floor's time" if "floor" in at else ""
         parts.append(f"`{spec}` at B = {b}: gnuq {at['gnuq']['answers_per_second']:.3g} answers/s, {vs}{floor}")
     return "; ".join(parts) or "not timed in this build"
 

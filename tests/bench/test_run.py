@@ -85,6 +85,7 @@ def test_a_peer_slower_than_its_cap_is_timed_once_warm_and_says_so(monkeypatch: 
     assert all(r["note"] == "timed once, after a warm-up call of 10 s (more than peer_max_seconds = 5)"
                for r in timed_rows)
     assert len(calls) == 2 * len(timed_rows)  # no rounds
+    assert all(r["over_floor"] == 1.0 for r in timed_rows)  # a floor timed once is still the floor
 
 
 def test_every_pass_in_the_tables_is_an_engine_function(results: dict) -> None:

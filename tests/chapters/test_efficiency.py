@@ -289,8 +289,8 @@ def test_the_gram_kernel_verdict_says_what_the_full_and_symmetric_products_cost(
 
 
 def _peer_run(started: str, sizes: tuple[int, ...], gnuq_speed: float) -> dict:
-    rows = [{"batch_size": b, "method": m, "answers_per_second": speed * b, "over_floor": 1.0 / speed}
-            for b in sizes for m, speed in (("gnuq", gnuq_speed), ("opacus", 1.0), ("floor", 1.2))]
+    rows = [{"batch_size": b, "method": m, "answers_per_second": speed * b, "seconds": 1.0 / speed}
+            for b in sizes for m, speed in (("gnuq", gnuq_speed), ("opacus", 1.0), ("floor", 1.0))]
     return {"schema": SCHEMA, "started": started, "models": {"tiny": {"summary": {"ratios": {}}, "peers": {"rows": rows}}}}
 
 
@@ -309,3 +309,9 @@ def test_the_newest_committed_peer_run_and_where_gnuq_stands(tmp_path: Path) -> 
     fast = efficiency.peer_standing(_peer_run("x", (1, 16), 1.1))
     assert "at or above the fastest peer at every B (the least ratio of throughputs 1.10" in fast
     assert "target ≤ 1.25: met" in fast
+    floorless = _peer_run("x", (1, 16, 64), 1.1)
+    rows = floorless["models"]["tiny"]["peers"]["rows"]
+    rows[:] = [r for r in rows if (r["batch_size"], r["method"]) != (64, "floor")]
+    words = efficiency.peer_standing(floorless)
+    assert "0.91× the floor's time at most at B ≥ 16 (B = 16; target ≤ 1.25: met)" in words
+    assert "not compared with the floor at B = 64 (the floor did not run there)" in words
