@@ -266,6 +266,7 @@ OPTIONS: dict[str, Rule] = {
     "size": Rule(minimum=1, maximum=MAX_SIZE, integer=True,
                  why_maximum="more exhausts memory or days of compute; the paper edition's largest size is 20,000"),
     "nonnegative_count": Rule(minimum=0, maximum=MAX_COUNT, integer=True),
+    "nonnegative_size": Rule(minimum=0, maximum=MAX_SIZE, integer=True),  # 0 turns a part off
 }
 """Rules of the options the entry points share, by their library name. This module imports
 nothing heavy, so ``gnuq --help`` starts in a fraction of a second."""

@@ -65,7 +65,7 @@ def _build_smoke_book(base: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def smoke_book(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+def smoke_book(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """HTML of the whole book, every chapter executed in the smoke profile.
 
     Built once per test run: under pytest-xdist the first worker that needs it builds it and
@@ -76,7 +76,7 @@ def smoke_book(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path
     """
     if os.environ.get("GNUQ_BOOK_HTML"):
         return Path(os.environ["GNUQ_BOOK_HTML"]).resolve()
-    if worker_id == "master":
+    if not os.environ.get("PYTEST_XDIST_WORKER"):  # one process (also under -p no:xdist)
         return _build_smoke_book(tmp_path_factory.mktemp("smoke_book"))
     from filelock import FileLock
 

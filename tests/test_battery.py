@@ -44,6 +44,9 @@ NUMERIC_FLAGS = [
     ("bench", BENCH, "--repeats", "size"),
     ("bench", BENCH, "--sweep-repeats", "size"),
     ("bench", BENCH, "--samples", "n_samples"),
+    ("bench", BENCH, "--floor-rounds", "nonnegative_size"),
+    ("bench", BENCH, "--gram-repeats", "nonnegative_size"),
+    ("bench", BENCH, "--sequential-timed", "nonnegative_size"),
     ("study", ["fill", "--dataset", "triviaqa"], "--threads", "threads"),
     ("study", ["fill", "--dataset", "triviaqa"], "--verify", "nonnegative_count"),
 ]

@@ -22,7 +22,7 @@ from typing import Any
 from gnuq_core.bench.config import BATCH_SIZE, LONG_ANSWER, P_TRUE_SHOTS, REFERENCE_ANSWER_CAP, BenchConfig
 from gnuq_core.bench.subjects import RANDOM_ARCHS
 from gnuq_core.lm.entailment import NLI_ARCHITECTURES
-from gnuq_core.options import MAX_SIZE, OPTIONS, OneLineParser, Rule, flag, output_path, run_command
+from gnuq_core.options import OPTIONS, OneLineParser, Rule, flag, output_path, run_command
 from gnuq_core.repro.files import write_atomic
 from gnuq_core.repro.records import check_output_path
 
@@ -50,13 +50,13 @@ def _parser(prog: str = "gnuq bench") -> argparse.ArgumentParser:
     p.add_argument("--ladder", nargs="*", type=ladder_pair, default=[[h, n] for h, n in d.ladder], help="HIDDENxLAYERS ...")
     p.add_argument("--no-memory", action="store_true")
     p.add_argument("--no-profile", action="store_true")
-    p.add_argument("--floor-rounds", type=flag(Rule(minimum=0, maximum=MAX_SIZE, integer=True)),
+    p.add_argument("--floor-rounds", type=flag("nonnegative_size"),
                    default=d.floor_rounds, help="extra rounds per question of the four passes that split the "
                    "gradient pass's cost above the floor (0: the ordinary repeats only)")
-    p.add_argument("--gram-repeats", type=flag(Rule(minimum=0, maximum=MAX_SIZE, integer=True)), default=d.gram_repeats,
+    p.add_argument("--gram-repeats", type=flag("nonnegative_size"), default=d.gram_repeats,
                    help="rounds of the full against symmetric Gram-product timing (default 10; 0: skip)")
     p.add_argument("--no-throughput", action="store_true", help="skip the records/hour runs")
-    p.add_argument("--throughput-questions", type=flag(Rule(minimum=0, maximum=MAX_SIZE, integer=True)), default=0,
+    p.add_argument("--throughput-questions", type=flag("nonnegative_size"), default=0,
                    help="questions per dataset for records/hour (default 0: as --questions)")
     p.add_argument("--layouts", nargs="+", type=layout_pair, default=[[a, b] for a, b in d.layouts],
                    help="records/hour layouts PROCESSESxTHREADS (default 1x2 2x1)")
@@ -69,13 +69,14 @@ def _parser(prog: str = "gnuq bench") -> argparse.ArgumentParser:
                    help="(prompt, answer) pairs each batch size scores (default 64)")
     p.add_argument("--peer-sizes", type=flag(BATCH_SIZE), nargs="*", default=d.peer_sizes,
                    help="batch sizes of gnuq against Opacus, torch.func and the floor (default 1 4 16 64; none: skip)")
-    p.add_argument("--peer-memory-gb", type=float, default=d.peer_memory_gb,
+    p.add_argument("--peer-memory-gb", type=flag(Rule(above=0, maximum=10**6, why_maximum="a petabyte")),
+                   default=d.peer_memory_gb,
                    help="most memory a method that instantiates per-sample gradients may need (default 8)")
     p.add_argument("--no-reference", action="store_true",
                    help="do not time the baselines as their reference implementations run them")
-    p.add_argument("--reference-questions", type=flag(Rule(minimum=0, maximum=MAX_SIZE, integer=True)), default=0,
+    p.add_argument("--reference-questions", type=flag("nonnegative_size"), default=0,
                    help="questions per dataset for the entailment clustering and few-shot P(True) (default 0: all)")
-    p.add_argument("--sequential-timed", type=flag(Rule(minimum=0, maximum=MAX_SIZE, integer=True)), default=0,
+    p.add_argument("--sequential-timed", type=flag("nonnegative_size"), default=0,
                    help="of the N answers sampled one at a time, how many to time; × N / this stands for all N "
                         "(default 0: all)")
     p.add_argument("--nli-architecture", default=d.nli_architecture, choices=sorted(NLI_ARCHITECTURES),
