@@ -47,6 +47,7 @@ NUMERIC_FLAGS = [
     ("bench", BENCH, "--floor-rounds", "nonnegative_size"),
     ("bench", BENCH, "--gram-repeats", "nonnegative_size"),
     ("bench", BENCH, "--sequential-timed", "nonnegative_size"),
+    ("bench", BENCH, "--peer-repeats", "size"),
     ("study", ["fill", "--dataset", "triviaqa"], "--threads", "threads"),
     ("study", ["fill", "--dataset", "triviaqa"], "--verify", "nonnegative_count"),
 ]

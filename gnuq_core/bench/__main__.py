@@ -72,6 +72,11 @@ def _parser(prog: str = "gnuq bench") -> argparse.ArgumentParser:
     p.add_argument("--peer-memory-gb", type=flag(Rule(above=0, maximum=10**6, why_maximum="a petabyte")),
                    default=d.peer_memory_gb,
                    help="most memory a method that instantiates per-sample gradients may need (default 8)")
+    p.add_argument("--peer-repeats", type=flag("size"), default=d.peer_repeats,
+                   help="timed rounds of the side-by-side comparison (default 3)")
+    p.add_argument("--peer-max-seconds", type=flag(Rule(above=0, maximum=86_400, why_maximum="a day")),
+                   default=d.peer_max_seconds, help="a method whose warm-up call takes longer is timed by one more "
+                   "call alone, without rounds, interval or memory (default 30)")
     p.add_argument("--no-reference", action="store_true",
                    help="do not time the baselines as their reference implementations run them")
     p.add_argument("--reference-questions", type=flag("nonnegative_size"), default=0,
@@ -156,6 +161,7 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
                       threads=args.threads, seed=args.seed, reference=not args.no_reference,
                       batch_sizes=list(args.batch_sizes), batch_pairs=args.batch_pairs,
                       peer_sizes=list(args.peer_sizes), peer_memory_gb=args.peer_memory_gb,
+                      peer_repeats=args.peer_repeats, peer_max_seconds=args.peer_max_seconds,
                       reference_questions=args.reference_questions, sequential_timed=args.sequential_timed,
                       nli_architecture=args.nli_architecture, p_true_shots=args.p_true_shots,
                       long_answer_tokens=args.long_answer_tokens)

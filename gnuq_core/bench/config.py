@@ -230,11 +230,12 @@ class BenchConfig:
         if self.reference_questions < 0:
             raise ValueError(f"reference_questions={self.reference_questions}: use 0 (all) or more")
         if any(int(b) < 1 for b in [*self.batch_sizes, *self.peer_sizes]) or self.batch_pairs < 1 \
-                or self.batch_repeats < 1 or self.peer_repeats < 1 or not self.peer_memory_gb > 0:
+                or self.batch_repeats < 1 or self.peer_repeats < 1 or not self.peer_memory_gb > 0 \
+                or not self.peer_max_seconds > 0:
             raise ValueError(f"batch_sizes={self.batch_sizes}, peer_sizes={self.peer_sizes}, batch_pairs="
                              f"{self.batch_pairs}, batch_repeats={self.batch_repeats}, peer_repeats={self.peer_repeats}: each "
-                             f"must be ≥ 1, and "
-                             f"peer_memory_gb={self.peer_memory_gb} > 0")
+                             f"must be ≥ 1, and peer_memory_gb={self.peer_memory_gb}, "
+                             f"peer_max_seconds={self.peer_max_seconds} > 0")
         if self.floor_rounds < 0:
             raise ValueError(f"floor_rounds={self.floor_rounds}: use 0 (the ordinary repeats only) or more rounds")
         if self.gram_repeats < 0:

@@ -141,6 +141,8 @@ def test_cli_quick_shrinks_the_run() -> None:
     assert cfg.throughput and cfg.qa_n_samples == 10 and cfg.qa_max_new_tokens == 32  # study settings kept
     assert "reference" in cfg.skip and cfg.gram_repeats == 3 and cfg.floor_rounds == 2
     assert config_from_args(_parser().parse_args(["--floor-rounds", "0"])).floor_rounds == 0
+    cfg = config_from_args(_parser().parse_args(["--peer-repeats", "5", "--peer-max-seconds", "120"]))
+    assert (cfg.peer_repeats, cfg.peer_max_seconds) == (5, 120.0)
 
 
 def test_cli_bad_option_is_one_line(capsys: pytest.CaptureFixture) -> None:
