@@ -210,8 +210,9 @@ def peer_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
             peak, note = r["peak_mb"], r.get("note", "")
             if peak == 0:  # the in-process resident set did not grow: the call reused memory freed before it
                 peak, note = np.nan, "; ".join(filter(None, [note, NO_GROWTH]))
-            rows.append({**row, "answers / s [95% CI]": f"{r['answers_per_second']:.3g} [{r['batch_size'] / hi:.3g}, "
-                                                         f"{r['batch_size'] / lo:.3g}]",
+            speed = (f"{r['answers_per_second']:.3g} (one call)" if len(r.get("runs", [])) == 1 else
+                     f"{r['answers_per_second']:.3g} [{r['batch_size'] / hi:.3g}, {r['batch_size'] / lo:.3g}]")
+            rows.append({**row, "answers / s [95% CI]": speed,
                          "÷ floor": ratios[r["batch_size"], r["method"]], "peak MB": peak, "note": note})
     return rows
 

@@ -615,11 +615,12 @@ def _committed_peers(out: Result) -> None:
         return
     path, res = found
     m = res["machine"]
-    where = (f"`bench/runs/{path.name}`: {m['cpu']}, {m['cores']} cores, {m['torch_threads']} torch thread(s), "
-             f"started {res['started'][:10]}")
+    machine = (f"{m['cpu']}, {m['cores']} cores, {m['torch_threads']} torch thread(s), "
+               f"started {res['started'][:10]}")
+    where = f"`bench/runs/{path.name}`: {machine}"
     out.tables["peers_committed"] = rows_table(report.peer_rows(res), {"÷ floor": ".2f", "peak MB": ",.0f"},
-                                               caption=f"The newest committed run ({where}): gnuq and its peers at "
-                                                       "every batch size")
+                                               caption=f"The newest committed run (bench/runs/{path.name}, "
+                                                       f"{machine}): gnuq and its peers at every batch size")
     out.values["peers_committed_words"] = Markdown(peer_standing(res))
     out.values["peers_committed_where"] = Markdown(where)
 

@@ -11,7 +11,7 @@ def test_a_peer_row_without_memory_growth_shows_no_peak_and_says_why() -> None:
     rows = [{"batch_size": 4, "method": "gnuq", "seconds": 2.0, "ci": [1.5, 2.5], "answers_per_second": 2.0,
              "over_floor": 0.9, "peak_mb": 0.0, "runs": [2.0]},
             {"batch_size": 4, "method": "floor", "seconds": 2.2, "ci": [2.0, 2.4], "answers_per_second": 1.8,
-             "over_floor": 1.0, "peak_mb": 512.0, "runs": [2.2]},
+             "over_floor": 1.0, "peak_mb": 512.0, "runs": [2.0, 2.2, 2.4]},
             {"batch_size": 64, "method": "opacus", "why": "too big"}]
     gnuq, floor, opacus = report.peer_rows({"models": {"m": {"peers": {"rows": rows}}}})
     assert math.isnan(gnuq["peak MB"]) and gnuq["note"] == report.NO_GROWTH  # not "0 MB"
@@ -32,3 +32,4 @@ def test_the_ratio_to_the_floor_is_read_from_the_seconds_wherever_the_floor_was_
     assert math.isnan(report.floor_ratios(rows)[16, "gnuq"])  # no floor at B = 16: no ratio, not a stored one
     gnuq64, floor64, gnuq16, _ = report.peer_rows({"models": {"m": {"peers": {"rows": rows}}}})
     assert gnuq64["÷ floor"] == 0.75 and floor64["÷ floor"] == 1.0 and math.isnan(gnuq16["÷ floor"])
+    assert floor64["answers / s [95% CI]"] == "2 (one call)"  # one timed call has no interval to show
