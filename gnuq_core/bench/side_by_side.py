@@ -146,4 +146,3 @@ def peer_throughput(subject: Subject, questions: list[Question], config: BenchCo
                          "answers_per_second": b / sec, "over_floor": sec / floor, "peak_mb": peaks[b, name],
                          "runs": runs[b, name]})
     return {"parameters": words, "rows": rows}
-
